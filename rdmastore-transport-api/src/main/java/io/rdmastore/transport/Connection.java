@@ -1,0 +1,116 @@
+package io.rdmastore.transport;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A bidirectional, ordered, reliable connection carrying whole messages, plus one-sided reads and writes of memory the
+ * peer registered. Messages are delivered to the {@link MessageHandler} given when the connection was made, in the
+ * order they were offered, whole and intact.
+ *
+ * <p>Threads: {@link #offer(MemorySegment)} and every other method may be called from any thread; concurrent offers
+ * from different threads are each delivered whole, in an order between them that is not defined. Offers from the
+ * transport's own thread (inside a {@link MessageHandler} callback) take the fastest path.
+ *
+ * <p>Memory: {@code offer} copies the message before it returns, so the caller may reuse its segment at once.
+ */
+public interface Connection extends AutoCloseable {
+
+    /** The provider carrying the data: {@code "tcp"} or {@code "ucx"}. */
+    String transportName();
+
+    /** Why this transport was chosen for this connection, in a sentence. */
+    String selectionReason();
+
+    /** A one-line description: transport, wire details, peer and the selection reason. */
+    String describe();
+
+    /** The peer's address on the bootstrap (control) socket. */
+    InetSocketAddress remoteAddress();
+
+    /** The largest message {@link #offer(MemorySegment)} accepts. */
+    int maxMessageLength();
+
+    /**
+     * Offers one message. Copies {@code message} before returning.
+     *
+     * @return {@link TransportStatus#OK}, or a negative status: {@link TransportStatus#BACK_PRESSURED} (retry later),
+     *     {@link TransportStatus#NOT_CONNECTED}, {@link TransportStatus#CLOSED}, {@link TransportStatus#TOO_LARGE}.
+     */
+    int offer(MemorySegment message);
+
+    /**
+     * Sends one message, waiting while back-pressured. Must not be called from the transport's own thread when the
+     * transport needs that thread to make progress; use {@link #offer(MemorySegment)} there.
+     *
+     * @throws TransportException when the connection is closed, the message is too large, or the time-out passes
+     */
+    default void send(MemorySegment message, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        int idle = 0;
+        while (true) {
+            int status = offer(message);
+            if (status >= 0) {
+                return;
+            }
+            if (status != TransportStatus.BACK_PRESSURED && status != TransportStatus.NOT_CONNECTED) {
+                throw new TransportException("send failed: " + TransportStatus.describe(status) + " on " + describe());
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new TransportException("send timed out after " + timeout.toMillis() + " ms ("
+                    + TransportStatus.describe(status) + ") on " + describe(), new TimeoutException());
+            }
+            if (++idle < 100) {
+                Thread.onSpinWait();
+            } else if (idle < 200) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(50_000);
+            }
+        }
+    }
+
+    /**
+     * Registers {@code segment} so that this connection's peer may read or write it one-sided, once it has been sent
+     * {@link RegisteredMemory#descriptor()}. The caller keeps ownership of the segment and must keep it alive until the
+     * returned registration is closed.
+     */
+    RegisteredMemory register(MemorySegment segment);
+
+    /** Decodes a descriptor that the peer produced with {@link RegisteredMemory#descriptor()}. */
+    RemoteMemory remoteMemory(byte[] descriptor);
+
+    /**
+     * Reads {@code length} bytes of the peer's memory at {@code remoteOffset} into {@code local} at {@code localOffset}.
+     * The future completes on the transport thread; {@code local} must not be touched until it does.
+     */
+    CompletableFuture<Void> read(RemoteMemory remote, long remoteOffset, RegisteredMemory local, long localOffset,
+                                 long length);
+
+    /**
+     * Writes {@code length} bytes of {@code local} at {@code localOffset} into the peer's memory at
+     * {@code remoteOffset}. The future completes on the transport thread once the data is in the peer's memory.
+     */
+    CompletableFuture<Void> write(RegisteredMemory local, long localOffset, RemoteMemory remote, long remoteOffset,
+                                  long length);
+
+    /** Whether the connection can still carry messages. */
+    boolean isOpen();
+
+    /** Completes when the connection is closed, by either side or by failure. */
+    CompletableFuture<Void> closeFuture();
+
+    /** Attaches an object for the application (e.g. a session); not used by the transport. */
+    void attach(Object attachment);
+
+    /** The object given to {@link #attach(Object)}, or null. */
+    Object attachment();
+
+    /** Closes the connection. Idempotent; the handler's {@code onClose} runs once. */
+    @Override
+    void close();
+}

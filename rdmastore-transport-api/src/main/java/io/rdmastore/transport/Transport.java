@@ -1,0 +1,32 @@
+package io.rdmastore.transport;
+
+/**
+ * One transport provider (tcp, ucx). Each provider has an availability probe in the style of Netty's
+ * {@code Epoll.isAvailable()}: a provider that cannot work here says why, and callers fall back instead of crashing.
+ *
+ * <p>Threads: every method may be called from any thread. {@link #close()} releases native resources and must be
+ * called once, after every connection and listener of this provider is closed.
+ */
+public interface Transport extends AutoCloseable {
+
+    /** Short stable name used in HELLO, configuration and logs: {@code "tcp"}, {@code "ucx"}. */
+    String name();
+
+    /** Whether this provider can be used in this process. */
+    boolean isAvailable();
+
+    /** Why {@link #isAvailable()} is false; {@code null} when it is available. */
+    Throwable unavailabilityCause();
+
+    /**
+     * Does one duty cycle of work for transports driven by the caller ("invoker mode") and returns the amount of work
+     * done. Providers with their own threads return 0. Only the single thread that owns an invoker-mode transport may
+     * call it.
+     */
+    default int doWork() {
+        return 0;
+    }
+
+    @Override
+    void close();
+}

@@ -1,0 +1,25 @@
+package io.rdmastore.transport;
+
+/** Loads providers by class name, so the SPI never compiles against a provider (Ratis style). */
+public final class Transports {
+    /** The TCP provider's class. */
+    public static final String TCP = "io.rdmastore.transport.tcp.TcpTransport";
+    /** The UCX provider's class. */
+    public static final String UCX = "io.rdmastore.transport.ucx.UcxTransport";
+
+    private Transports() {
+    }
+
+    /**
+     * Instantiates a provider through its public no-argument constructor (defaults from system properties).
+     *
+     * @throws TransportException when the class is missing or cannot be built
+     */
+    public static Transport load(String className) {
+        try {
+            return (Transport) Class.forName(className).getConstructor().newInstance();
+        } catch (ReflectiveOperationException | LinkageError | ClassCastException e) {
+            throw new TransportException("cannot load transport provider " + className + ": " + e, e);
+        }
+    }
+}
