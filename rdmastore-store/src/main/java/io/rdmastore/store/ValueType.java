@@ -1,0 +1,25 @@
+package io.rdmastore.store;
+
+/**
+ * The kind of value a key holds, as reported by {@link Store#type(byte[])}. Documents live in collections, not in the
+ * keyspace, so they have no value type. Immutable; any thread.
+ */
+public enum ValueType {
+    /** The key does not exist (or has expired). */
+    NONE("none"),
+    /** A byte string. */
+    STRING("string"),
+    /** A map of byte-string fields to byte-string values. */
+    HASH("hash");
+
+    private final String redisName;
+
+    ValueType(String redisName) {
+        this.redisName = redisName;
+    }
+
+    /** The name Redis's TYPE command answers with: {@code none}, {@code string}, {@code hash}. */
+    public String redisName() {
+        return redisName;
+    }
+}
