@@ -1,0 +1,83 @@
+package io.rdmastore.client.protocol;
+
+/**
+ * Byte layout of the native protocol (docs/protocol.md). Every request is one message
+ * {@code [opcode:u8][requestId:i64][body]}, every reply one message {@code [status:u8][requestId:i64][body]}; all
+ * integers are big-endian. Byte strings in bodies are {@code [length:i32][bytes]}; a length of -1 in a reply means
+ * "absent" (nil).
+ *
+ * <p>Threads: constants only; safe everywhere.
+ */
+public final class ProtocolDescriptor {
+    /** Protocol version, bumped on any incompatible layout change. */
+    public static final int VERSION = 1;
+
+    /** Offset of the opcode (requests) or the status (replies). */
+    public static final int TYPE_OFFSET = 0;
+    /** Offset of the request id. */
+    public static final int REQUEST_ID_OFFSET = 1;
+    /** Length of the header; the body starts here. */
+    public static final int HEADER_LENGTH = 9;
+
+    // ---- opcodes ----
+    public static final byte PING = 1;
+    public static final byte GET = 2;
+    public static final byte SET = 3;
+    public static final byte DEL = 4;
+    public static final byte EXISTS = 5;
+    public static final byte PEXPIRE = 6;
+    public static final byte PTTL = 7;
+    public static final byte INCRBY = 8;
+    public static final byte HSET = 9;
+    public static final byte HGET = 10;
+    public static final byte HGETALL = 11;
+    public static final byte HDEL = 12;
+    public static final byte MGET = 13;
+    public static final byte MSET = 14;
+    public static final byte DOC_INSERT = 15;
+    public static final byte DOC_FIND = 16;
+    public static final byte DOC_UPDATE = 17;
+    public static final byte DOC_DELETE = 18;
+    public static final byte DOC_COUNT = 19;
+    public static final byte INFO = 20;
+    public static final byte SNAPSHOT = 21;
+    /** One more than the highest opcode. */
+    public static final int OPCODE_LIMIT = 22;
+
+    // ---- reply statuses ----
+    /** Success; the body depends on the opcode. */
+    public static final byte STATUS_OK = 0;
+    /** Success with no value (missing key, NX/XX condition not met); empty body. */
+    public static final byte STATUS_NULL = 1;
+    /** Failure; the body is a UTF-8 message starting with an error code ("ERR", "WRONGTYPE", ...). */
+    public static final byte STATUS_ERROR = 2;
+
+    /** Request id of a reply the server sends unasked, just before it closes the connection (e.g. too many clients). */
+    public static final long UNSOLICITED_REQUEST_ID = 0;
+
+    // ---- SET flags ----
+    /** Only set when the key does not exist. */
+    public static final int SET_NX = 1;
+    /** Only set when the key exists. */
+    public static final int SET_XX = 2;
+
+    // ---- DOC_UPDATE / DOC_DELETE flags ----
+    /** Apply to every matching document instead of the first. */
+    public static final int DOC_MANY = 1;
+    /** Insert when nothing matches (DOC_UPDATE only). */
+    public static final int DOC_UPSERT = 2;
+
+    private static final String[] NAMES = {
+        "0", "PING", "GET", "SET", "DEL", "EXISTS", "PEXPIRE", "PTTL", "INCRBY", "HSET", "HGET", "HGETALL", "HDEL",
+        "MGET", "MSET", "DOC_INSERT", "DOC_FIND", "DOC_UPDATE", "DOC_DELETE", "DOC_COUNT", "INFO", "SNAPSHOT"
+    };
+
+    private ProtocolDescriptor() {
+    }
+
+    /** The opcode's name, or {@code "0x.."} for an unknown one. */
+    public static String opcodeName(int opcode) {
+        int op = opcode & 0xFF;
+        return op > 0 && op < OPCODE_LIMIT ? NAMES[op] : String.format("0x%02x", op);
+    }
+}
