@@ -1,0 +1,599 @@
+package io.rdmastore.transport.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.EventLoop;
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MessageHandler;
+import io.rdmastore.transport.RegisteredMemory;
+import io.rdmastore.transport.RemoteMemory;
+import io.rdmastore.transport.TransportException;
+import io.rdmastore.transport.TransportStatus;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static io.rdmastore.transport.tcp.FrameDescriptor.HEADER_LENGTH;
+
+/**
+ * One native TCP connection. Messages and one-sided operations share the socket (see the package documentation).
+ *
+ * <p>Threads: public methods may be called from any thread. Methods without {@code public} run on the channel's event
+ * loop only, and so does everything they touch that is not volatile or concurrent. Messages reach the
+ * {@link MessageHandler} on that loop, in order, as read-only views valid only during the call.
+ */
+final class TcpConnection implements Connection {
+    private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
+
+    private final TcpTransport transport;
+    private final TcpTransport.Context ctx;
+    private final Channel channel;
+    private volatile MessageHandler handler;
+    private volatile String description;
+    private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
+    private final AtomicBoolean closeNotified = new AtomicBoolean();
+    private volatile boolean closed;
+    private volatile Throwable closeCause;
+    private volatile Object attachment;
+    /** Bytes handed to the event loop by other threads and not yet in Netty's outbound buffer. */
+    private final AtomicLong queuedBytes = new AtomicLong();
+    /** Writes handed to the event loop by other threads; the last one of a burst flushes. */
+    private final AtomicInteger queuedWrites = new AtomicInteger();
+    private final Map<Integer, TcpRegisteredMemory> regions = new ConcurrentHashMap<>();
+    private final AtomicInteger nextRegionId = new AtomicInteger(1);
+
+    // Event loop only.
+    private boolean inRead;
+    private boolean flushPending;
+    private long nextRequestId = 1;
+    private final Map<Long, Chunk> pending = new HashMap<>();
+
+    TcpConnection(TcpTransport transport, Channel channel, MessageHandler handler) {
+        this.transport = transport;
+        this.ctx = transport.context();
+        this.channel = channel;
+        this.handler = handler;
+    }
+
+    void handler(MessageHandler value) {
+        handler = value;
+    }
+
+    static String format(InetSocketAddress a) {
+        return a == null ? "?" : a.getHostString() + ":" + a.getPort();
+    }
+
+    // ---- Connection ----
+
+    @Override
+    public String transportName() {
+        return TcpTransport.NAME;
+    }
+
+    @Override
+    public String selectionReason() {
+        return "carrier";
+    }
+
+    @Override
+    public String describe() {
+        String d = description;
+        if (d == null) {
+            d = TcpTransport.NAME + " (" + transport.flavor() + ") "
+                + format((InetSocketAddress) channel.localAddress()) + " -> "
+                + format((InetSocketAddress) channel.remoteAddress());
+            if (channel.localAddress() != null && channel.remoteAddress() != null) {
+                description = d;
+            }
+        }
+        return d;
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return (InetSocketAddress) channel.remoteAddress();
+    }
+
+    @Override
+    public int maxMessageLength() {
+        return ctx.maxMessageLength();
+    }
+
+    @Override
+    public int offer(MemorySegment message) {
+        long size = message.byteSize();
+        if (closed || !channel.isActive()) {
+            return TransportStatus.CLOSED;
+        }
+        if (size > ctx.maxMessageLength()) {
+            return TransportStatus.TOO_LARGE;
+        }
+        if (!channel.isWritable() || queuedBytes.get() > ctx.writeBufferHighWaterMark()) {
+            return TransportStatus.BACK_PRESSURED;
+        }
+        int n = (int) size;
+        ByteBuf buf = channel.alloc().directBuffer(HEADER_LENGTH + n);
+        buf.writeInt(n).writeByte(FrameDescriptor.MESSAGE);
+        copyIn(buf, message, 0, n);
+        EventLoop loop = channel.eventLoop();
+        if (loop.inEventLoop()) {
+            writeOnLoop(buf);
+            return TransportStatus.OK;
+        }
+        int frame = HEADER_LENGTH + n;
+        queuedBytes.addAndGet(frame);
+        queuedWrites.incrementAndGet();
+        try {
+            loop.execute(() -> writeQueued(buf, frame));
+        } catch (RejectedExecutionException e) {
+            queuedBytes.addAndGet(-frame);
+            queuedWrites.decrementAndGet();
+            buf.release();
+            return TransportStatus.CLOSED;
+        }
+        return TransportStatus.OK;
+    }
+
+    private void writeQueued(ByteBuf buf, int frame) {
+        queuedBytes.addAndGet(-frame);
+        channel.write(buf, channel.voidPromise());
+        if (queuedWrites.decrementAndGet() == 0) {
+            if (inRead) {
+                flushPending = true;
+            } else {
+                channel.flush();
+            }
+        }
+    }
+
+    /** Writes a frame from the event loop; flushed once at the end of the current read batch, or now. */
+    void writeOnLoop(ByteBuf buf) {
+        if (inRead) {
+            channel.write(buf, channel.voidPromise());
+            flushPending = true;
+        } else {
+            channel.writeAndFlush(buf, channel.voidPromise());
+        }
+    }
+
+    void readStarted() {
+        inRead = true;
+    }
+
+    void readComplete() {
+        inRead = false;
+        if (flushPending) {
+            flushPending = false;
+            channel.flush();
+        }
+    }
+
+    @Override
+    public RegisteredMemory register(MemorySegment segment) {
+        if (segment == null) {
+            throw new IllegalArgumentException("segment must not be null");
+        }
+        if (closed) {
+            throw new TransportException("cannot register memory: connection closed: " + describe());
+        }
+        TcpRegisteredMemory r = new TcpRegisteredMemory(this, nextRegionId.getAndIncrement(), segment);
+        regions.put(r.id(), r);
+        return r;
+    }
+
+    void deregister(TcpRegisteredMemory r) {
+        regions.remove(r.id(), r);
+    }
+
+    @Override
+    public RemoteMemory remoteMemory(byte[] descriptor) {
+        return TcpRemoteMemory.decode(descriptor);
+    }
+
+    @Override
+    public CompletableFuture<Void> read(RemoteMemory remote, long remoteOffset, RegisteredMemory local,
+                                        long localOffset, long length) {
+        return start(true, remote, remoteOffset, local, localOffset, length);
+    }
+
+    @Override
+    public CompletableFuture<Void> write(RegisteredMemory local, long localOffset, RemoteMemory remote,
+                                         long remoteOffset, long length) {
+        return start(false, remote, remoteOffset, local, localOffset, length);
+    }
+
+    private CompletableFuture<Void> start(boolean read, RemoteMemory remote, long remoteOffset,
+                                          RegisteredMemory local, long localOffset, long length) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        String what = read ? "read" : "write";
+        String bad = null;
+        if (!(remote instanceof TcpRemoteMemory r)) {
+            bad = "remote memory " + remote + " was not decoded by the tcp transport";
+        } else if (local == null) {
+            bad = "local registered memory is null";
+        } else if (local instanceof TcpRegisteredMemory t && t.isClosed()) {
+            bad = "local registration " + t + " is closed";
+        } else if (length < 0 || remoteOffset < 0 || remoteOffset > r.length() - length) {
+            bad = "remote offset " + remoteOffset + " + length " + length + " is outside the remote region of "
+                + r.length() + " bytes";
+        } else if (localOffset < 0 || localOffset > local.segment().byteSize() - length) {
+            bad = "local offset " + localOffset + " + length " + length + " is outside the local region of "
+                + local.segment().byteSize() + " bytes";
+        }
+        if (bad != null) {
+            f.completeExceptionally(new TransportException("one-sided " + what + " refused: " + bad));
+            return f;
+        }
+        if (closed) {
+            f.completeExceptionally(new TransportException("one-sided " + what + " failed: connection closed: "
+                + describe()));
+            return f;
+        }
+        if (length == 0) {
+            f.complete(null);
+            return f;
+        }
+        Op op = new Op(read, f, ((TcpRemoteMemory) remote).regionId(), remoteOffset, local.segment(), localOffset,
+            length);
+        try {
+            channel.eventLoop().execute(() -> pump(op));
+        } catch (RejectedExecutionException e) {
+            f.completeExceptionally(new TransportException("one-sided " + what + " failed: transport closed", e));
+        }
+        return f;
+    }
+
+    /** Issues the next chunks of {@code op} up to the window. Event loop only. */
+    private void pump(Op op) {
+        if (closed || !channel.isActive()) {
+            op.fail(new TransportException("one-sided " + op.what() + " failed: connection closed: " + describe()));
+            return;
+        }
+        while (!op.failed && op.inFlight < ctx.oneSidedWindow() && op.issued < op.length) {
+            int n = (int) Math.min(ctx.oneSidedChunkLength(), op.length - op.issued);
+            long id = nextRequestId++;
+            pending.put(id, new Chunk(op, op.issued, n));
+            ByteBuf b;
+            if (op.read) {
+                b = channel.alloc().directBuffer(HEADER_LENGTH + FrameDescriptor.READ_REQUEST_LENGTH);
+                b.writeInt(FrameDescriptor.READ_REQUEST_LENGTH).writeByte(FrameDescriptor.READ_REQUEST)
+                    .writeLong(id).writeInt(op.regionId).writeLong(op.remoteOffset + op.issued).writeInt(n);
+            } else {
+                b = channel.alloc().directBuffer(HEADER_LENGTH + FrameDescriptor.WRITE_REQUEST_HEADER + n);
+                b.writeInt(FrameDescriptor.WRITE_REQUEST_HEADER + n).writeByte(FrameDescriptor.WRITE_REQUEST)
+                    .writeLong(id).writeInt(op.regionId).writeLong(op.remoteOffset + op.issued);
+                try {
+                    copyIn(b, op.local, op.localOffset + op.issued, n);
+                } catch (RuntimeException e) {
+                    b.release();
+                    pending.remove(id);
+                    op.fail(new TransportException("one-sided write failed: local memory not accessible: " + e, e));
+                    return;
+                }
+            }
+            op.issued += n;
+            op.inFlight++;
+            writeOnLoop(b);
+        }
+    }
+
+    // ---- frames from the peer (event loop) ----
+
+    /**
+     * Dispatches one frame whose body is {@code in[body, body + length)}. Returns null, or the reason the connection
+     * must be closed as a protocol violation.
+     */
+    String onFrame(byte type, ByteBuf in, int body, int length) {
+        switch (type) {
+            case FrameDescriptor.MESSAGE -> {
+                if (length > ctx.maxMessageLength()) {
+                    return "message of " + length + " bytes exceeds the maximum of " + ctx.maxMessageLength();
+                }
+                MessageHandler h = handler;
+                if (h != null) {
+                    h.onMessage(this, view(in, body, length).asReadOnly());
+                }
+                return null;
+            }
+            case FrameDescriptor.READ_REQUEST -> {
+                return serveRead(in, body, length);
+            }
+            case FrameDescriptor.WRITE_REQUEST -> {
+                return serveWrite(in, body, length);
+            }
+            case FrameDescriptor.READ_RESPONSE, FrameDescriptor.WRITE_RESPONSE -> {
+                return onResponse(type, in, body, length);
+            }
+            case FrameDescriptor.ERROR -> {
+                String reason = in.toString(body, Math.min(length, FrameDescriptor.MAX_ERROR_TEXT),
+                    StandardCharsets.UTF_8);
+                LOG.info("{}: peer closes the connection: {}", describe(), reason);
+                closeCause = new TransportException("peer closed the connection: " + reason);
+                channel.close();
+                return null;
+            }
+            default -> {
+                return "unknown frame type " + type;
+            }
+        }
+    }
+
+    private String serveRead(ByteBuf in, int body, int length) {
+        if (length != FrameDescriptor.READ_REQUEST_LENGTH) {
+            return "read request of " + length + " bytes (expected " + FrameDescriptor.READ_REQUEST_LENGTH + ")";
+        }
+        long id = in.getLong(body);
+        int regionId = in.getInt(body + 8);
+        long offset = in.getLong(body + 12);
+        int n = in.getInt(body + 20);
+        TcpRegisteredMemory r = regions.get(regionId);
+        String error = check(r, regionId, offset, n);
+        if (error == null) {
+            ByteBuf b = channel.alloc().directBuffer(HEADER_LENGTH + FrameDescriptor.RESPONSE_HEADER + n);
+            b.writeInt(FrameDescriptor.RESPONSE_HEADER + n).writeByte(FrameDescriptor.READ_RESPONSE).writeLong(id)
+                .writeByte(FrameDescriptor.STATUS_OK);
+            try {
+                copyIn(b, r.segment(), offset, n);
+                writeOnLoop(b);
+                return null;
+            } catch (RuntimeException e) {
+                b.release();
+                error = "region " + regionId + " is not accessible: " + e.getMessage();
+            }
+        }
+        writeOnLoop(failure(FrameDescriptor.READ_RESPONSE, id, "remote read failed: " + error));
+        return null;
+    }
+
+    private String serveWrite(ByteBuf in, int body, int length) {
+        if (length < FrameDescriptor.WRITE_REQUEST_HEADER) {
+            return "write request of " + length + " bytes (at least " + FrameDescriptor.WRITE_REQUEST_HEADER
+                + " expected)";
+        }
+        long id = in.getLong(body);
+        int regionId = in.getInt(body + 8);
+        long offset = in.getLong(body + 12);
+        int n = length - FrameDescriptor.WRITE_REQUEST_HEADER;
+        TcpRegisteredMemory r = regions.get(regionId);
+        String error = check(r, regionId, offset, n);
+        if (error == null) {
+            try {
+                copyOut(in, body + FrameDescriptor.WRITE_REQUEST_HEADER, r.segment(), offset, n);
+                ByteBuf b = channel.alloc().directBuffer(HEADER_LENGTH + FrameDescriptor.RESPONSE_HEADER);
+                b.writeInt(FrameDescriptor.RESPONSE_HEADER).writeByte(FrameDescriptor.WRITE_RESPONSE).writeLong(id)
+                    .writeByte(FrameDescriptor.STATUS_OK);
+                writeOnLoop(b);
+                return null;
+            } catch (RuntimeException e) {
+                error = "region " + regionId + " is not accessible: " + e.getMessage();
+            }
+        }
+        writeOnLoop(failure(FrameDescriptor.WRITE_RESPONSE, id, "remote write failed: " + error));
+        return null;
+    }
+
+    private String check(TcpRegisteredMemory r, int regionId, long offset, int n) {
+        if (r == null || r.isClosed()) {
+            return "unknown or closed region " + regionId;
+        }
+        long size = r.segment().byteSize();
+        if (n < 0 || offset < 0 || offset > size - n) {
+            return "offset " + offset + " + length " + n + " is outside region " + regionId + " of " + size
+                + " bytes";
+        }
+        if (n > ctx.oneSidedChunkLength()) {
+            return "chunk of " + n + " bytes exceeds the limit of " + ctx.oneSidedChunkLength();
+        }
+        return null;
+    }
+
+    private ByteBuf failure(byte type, long id, String text) {
+        byte[] t = FrameDescriptor.errorText(text);
+        ByteBuf b = channel.alloc().directBuffer(HEADER_LENGTH + FrameDescriptor.RESPONSE_HEADER + t.length);
+        b.writeInt(FrameDescriptor.RESPONSE_HEADER + t.length).writeByte(type).writeLong(id)
+            .writeByte(FrameDescriptor.STATUS_FAILED).writeBytes(t);
+        return b;
+    }
+
+    private String onResponse(byte type, ByteBuf in, int body, int length) {
+        if (length < FrameDescriptor.RESPONSE_HEADER) {
+            return "response of " + length + " bytes (at least " + FrameDescriptor.RESPONSE_HEADER + " expected)";
+        }
+        long id = in.getLong(body);
+        byte status = in.getByte(body + 8);
+        Chunk c = pending.remove(id);
+        if (c == null || c.op.read != (type == FrameDescriptor.READ_RESPONSE)) {
+            return "response to unknown request " + id;
+        }
+        Op op = c.op;
+        op.inFlight--;
+        int dataAt = body + FrameDescriptor.RESPONSE_HEADER;
+        int dataLength = length - FrameDescriptor.RESPONSE_HEADER;
+        if (status != FrameDescriptor.STATUS_OK) {
+            op.fail(new TransportException(in.toString(dataAt, Math.min(dataLength, FrameDescriptor.MAX_ERROR_TEXT),
+                StandardCharsets.UTF_8)));
+            return null;
+        }
+        if (op.failed) {
+            return null;
+        }
+        if (op.read) {
+            if (dataLength != c.length) {
+                return "read response of " + dataLength + " bytes for a request of " + c.length;
+            }
+            try {
+                copyOut(in, dataAt, op.local, op.localOffset + c.offset, c.length);
+            } catch (RuntimeException e) {
+                op.fail(new TransportException("one-sided read failed: local memory not accessible: " + e, e));
+                return null;
+            }
+        }
+        op.completed += c.length;
+        if (op.completed == op.length) {
+            op.future.complete(null);
+        } else {
+            pump(op);
+        }
+        return null;
+    }
+
+    /** Closes after telling the peer why (ERROR frame); used for protocol violations. Event loop only. */
+    void protocolError(String reason) {
+        LOG.info("{}: closing: {}", describe(), reason);
+        closeCause = new TransportException("protocol error: " + reason);
+        closed = true;
+        byte[] t = FrameDescriptor.errorText(reason);
+        ByteBuf b = channel.alloc().directBuffer(HEADER_LENGTH + t.length);
+        b.writeInt(t.length).writeByte(FrameDescriptor.ERROR).writeBytes(t);
+        channel.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    void failure(Throwable cause) {
+        if (closeCause == null) {
+            closeCause = cause;
+        }
+        channel.close();
+    }
+
+    /** The channel became inactive: fail what is pending and tell the handler once. Event loop only. */
+    void onInactive() {
+        closed = true;
+        if (!pending.isEmpty()) {
+            TransportException e = new TransportException("one-sided operation failed: connection closed: "
+                + describe());
+            List<Chunk> all = new ArrayList<>(pending.values());
+            pending.clear();
+            for (Chunk c : all) {
+                c.op.fail(e);
+            }
+        }
+        regions.clear();
+        if (closeNotified.compareAndSet(false, true)) {
+            MessageHandler h = handler;
+            try {
+                if (h != null) {
+                    h.onClose(this, closeCause);
+                }
+            } catch (RuntimeException e) {
+                LOG.warn("{}: onClose handler threw", describe(), e);
+            } finally {
+                closeFuture.complete(null);
+            }
+        }
+    }
+
+    @Override
+    public boolean isOpen() {
+        return !closed && channel.isActive();
+    }
+
+    @Override
+    public CompletableFuture<Void> closeFuture() {
+        return closeFuture;
+    }
+
+    @Override
+    public void attach(Object value) {
+        attachment = value;
+    }
+
+    @Override
+    public Object attachment() {
+        return attachment;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        channel.close();
+    }
+
+    @Override
+    public String toString() {
+        return describe();
+    }
+
+    // ---- copying between ByteBufs and segments ----
+
+    /** Appends {@code src[offset, offset + n)} to {@code buf}. */
+    static void copyIn(ByteBuf buf, MemorySegment src, long offset, int n) {
+        buf.ensureWritable(n);
+        int at = buf.writerIndex();
+        if (n > 0) {
+            MemorySegment.copy(src, offset, MemorySegment.ofBuffer(buf.nioBuffer(at, n)), 0, n);
+        }
+        buf.writerIndex(at + n);
+    }
+
+    /** Copies {@code buf[index, index + n)} into {@code dst} at {@code dstOffset}. */
+    static void copyOut(ByteBuf buf, int index, MemorySegment dst, long dstOffset, int n) {
+        if (n > 0) {
+            MemorySegment.copy(view(buf, index, n), 0, dst, dstOffset, n);
+        }
+    }
+
+    /** A view of {@code buf[index, index + n)}, copied only when the buffer is not contiguous. */
+    static MemorySegment view(ByteBuf buf, int index, int n) {
+        if (buf.nioBufferCount() == 1) {
+            return MemorySegment.ofBuffer(buf.nioBuffer(index, n));
+        }
+        byte[] copy = new byte[n];
+        buf.getBytes(index, copy);
+        return MemorySegment.ofArray(copy);
+    }
+
+    /** One one-sided read or write in progress. Event loop only after construction. */
+    private static final class Op {
+        final boolean read;
+        final CompletableFuture<Void> future;
+        final int regionId;
+        final long remoteOffset;
+        final MemorySegment local;
+        final long localOffset;
+        final long length;
+        long issued;
+        long completed;
+        int inFlight;
+        boolean failed;
+
+        Op(boolean read, CompletableFuture<Void> future, int regionId, long remoteOffset, MemorySegment local,
+           long localOffset, long length) {
+            this.read = read;
+            this.future = future;
+            this.regionId = regionId;
+            this.remoteOffset = remoteOffset;
+            this.local = local;
+            this.localOffset = localOffset;
+            this.length = length;
+        }
+
+        String what() {
+            return read ? "read" : "write";
+        }
+
+        void fail(Throwable t) {
+            if (!failed) {
+                failed = true;
+                future.completeExceptionally(t);
+            }
+        }
+    }
+
+    /** One chunk request awaiting its response. */
+    private record Chunk(Op op, long offset, int length) {
+    }
+}
