@@ -1,0 +1,193 @@
+package io.rdmastore.server.resp;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+
+/**
+ * The command table: every command the RESP face knows, with Redis's arity convention (positive: exact argument count
+ * including the name; negative: at least that many), flags and key positions for {@code COMMAND}, and a one-line
+ * summary for {@code COMMAND DOCS}. {@link #lookup(byte[])} finds a command by its name in any letter case without
+ * allocating.
+ *
+ * <p>Threads: immutable after class initialization; any thread may read it.
+ */
+enum RespCommand {
+    PING(-1, "fast", 0, 0, 0, "connection", "Returns the server's liveliness response."),
+    ECHO(2, "fast", 0, 0, 0, "connection", "Returns the given string."),
+    AUTH(-2, "noscript loading stale fast no-auth", 0, 0, 0, "connection", "Authenticates the connection."),
+    HELLO(-1, "noscript loading stale fast no-auth", 0, 0, 0, "connection", "Handshakes with the server."),
+    QUIT(-1, "fast no-auth", 0, 0, 0, "connection", "Closes the connection."),
+    SELECT(2, "loading stale fast", 0, 0, 0, "connection", "Changes the selected database."),
+    CLIENT(-2, "noscript loading stale", 0, 0, 0, "connection", "A container for client connection commands."),
+    INFO(-1, "loading stale", 0, 0, 0, "server", "Returns information and statistics about the server."),
+    CONFIG(-2, "admin noscript loading stale", 0, 0, 0, "server", "A container for server configuration commands."),
+    COMMAND(-1, "loading stale", 0, 0, 0, "server", "Returns detailed information about all commands."),
+    DBSIZE(1, "readonly fast", 0, 0, 0, "server", "Returns the number of keys in the database."),
+    FLUSHDB(-1, "write", 0, 0, 0, "server", "Removes all keys from the current database."),
+    FLUSHALL(-1, "write", 0, 0, 0, "server", "Removes all keys from all databases."),
+    TIME(1, "loading stale fast", 0, 0, 0, "server", "Returns the server time."),
+    SAVE(1, "admin noscript", 0, 0, 0, "server", "Synchronously saves the database(s) to disk."),
+    BGSAVE(-1, "admin noscript", 0, 0, 0, "server", "Asynchronously saves the database(s) to disk."),
+    LASTSAVE(1, "loading stale fast", 0, 0, 0, "server", "Returns the Unix timestamp of the last successful save."),
+    SET(-3, "write denyoom", 1, 1, 1, "string", "Sets the string value of a key, ignoring its type."),
+    GET(2, "readonly fast", 1, 1, 1, "string", "Returns the string value of a key."),
+    GETDEL(2, "write fast", 1, 1, 1, "string", "Returns the string value of a key after deleting the key."),
+    GETEX(-2, "write fast", 1, 1, 1, "string", "Returns the string value of a key after setting its expiration time."),
+    SETNX(3, "write denyoom fast", 1, 1, 1, "string", "Set the string value of a key only when the key doesn't exist."),
+    SETEX(4, "write denyoom", 1, 1, 1, "string", "Sets the string value and expiration time of a key."),
+    PSETEX(4, "write denyoom", 1, 1, 1, "string", "Sets the string value and expiration time in milliseconds."),
+    MGET(-2, "readonly fast", 1, -1, 1, "string", "Atomically returns the string values of one or more keys."),
+    MSET(-3, "write denyoom", 1, -1, 2, "string", "Atomically creates or modifies the string values of keys."),
+    MSETNX(-3, "write denyoom", 1, -1, 2, "string", "Sets the values of keys only when none of the keys exist."),
+    INCR(2, "write denyoom fast", 1, 1, 1, "string", "Increments the integer value of a key by one."),
+    INCRBY(3, "write denyoom fast", 1, 1, 1, "string", "Increments the integer value of a key by a number."),
+    INCRBYFLOAT(3, "write denyoom fast", 1, 1, 1, "string", "Increment the floating point value of a key."),
+    DECR(2, "write denyoom fast", 1, 1, 1, "string", "Decrements the integer value of a key by one."),
+    DECRBY(3, "write denyoom fast", 1, 1, 1, "string", "Decrements a number from the integer value of a key."),
+    APPEND(3, "write denyoom fast", 1, 1, 1, "string", "Appends a string to the value of a key."),
+    STRLEN(2, "readonly fast", 1, 1, 1, "string", "Returns the length of a string value."),
+    GETRANGE(4, "readonly", 1, 1, 1, "string", "Returns a substring of the string stored at a key."),
+    SETRANGE(4, "write denyoom", 1, 1, 1, "string", "Overwrites a part of a string value with another by an offset."),
+    DEL(-2, "write", 1, -1, 1, "keyspace", "Deletes one or more keys."),
+    UNLINK(-2, "write fast", 1, -1, 1, "keyspace", "Asynchronously deletes one or more keys."),
+    EXISTS(-2, "readonly fast", 1, -1, 1, "keyspace", "Determines whether one or more keys exist."),
+    TYPE(2, "readonly fast", 1, 1, 1, "keyspace", "Determines the type of value stored at a key."),
+    EXPIRE(-3, "write fast", 1, 1, 1, "keyspace", "Sets the expiration time of a key in seconds."),
+    PEXPIRE(-3, "write fast", 1, 1, 1, "keyspace", "Sets the expiration time of a key in milliseconds."),
+    EXPIREAT(-3, "write fast", 1, 1, 1, "keyspace", "Sets the expiration time of a key to a Unix timestamp."),
+    PEXPIREAT(-3, "write fast", 1, 1, 1, "keyspace", "Sets the expiration time of a key to a Unix ms timestamp."),
+    TTL(2, "readonly fast", 1, 1, 1, "keyspace", "Returns the expiration time in seconds of a key."),
+    PTTL(2, "readonly fast", 1, 1, 1, "keyspace", "Returns the expiration time in milliseconds of a key."),
+    PERSIST(2, "write fast", 1, 1, 1, "keyspace", "Removes the expiration time of a key."),
+    RENAME(3, "write", 1, 2, 1, "keyspace", "Renames a key and overwrites the destination."),
+    RENAMENX(3, "write fast", 1, 2, 1, "keyspace", "Renames a key only when the target key name doesn't exist."),
+    KEYS(2, "readonly", 0, 0, 0, "keyspace", "Returns all key names that match a pattern."),
+    SCAN(-2, "readonly", 0, 0, 0, "keyspace", "Iterates over the key names in the database."),
+    RANDOMKEY(1, "readonly", 0, 0, 0, "keyspace", "Returns a random key name from the database."),
+    HSET(-4, "write denyoom fast", 1, 1, 1, "hash", "Creates or modifies the value of a field in a hash."),
+    HSETNX(4, "write denyoom fast", 1, 1, 1, "hash", "Sets the value of a field in a hash only when the field doesn't exist."),
+    HGET(3, "readonly fast", 1, 1, 1, "hash", "Returns the value of a field in a hash."),
+    HMSET(-4, "write denyoom fast", 1, 1, 1, "hash", "Sets the values of multiple fields."),
+    HMGET(-3, "readonly fast", 1, 1, 1, "hash", "Returns the values of all fields in a hash."),
+    HGETALL(2, "readonly", 1, 1, 1, "hash", "Returns all fields and values in a hash."),
+    HDEL(-3, "write fast", 1, 1, 1, "hash", "Deletes one or more fields and their values from a hash."),
+    HEXISTS(3, "readonly fast", 1, 1, 1, "hash", "Determines whether a field exists in a hash."),
+    HLEN(2, "readonly fast", 1, 1, 1, "hash", "Returns the number of fields in a hash."),
+    HKEYS(2, "readonly", 1, 1, 1, "hash", "Returns all fields in a hash."),
+    HVALS(2, "readonly", 1, 1, 1, "hash", "Returns all values in a hash."),
+    HINCRBY(4, "write denyoom fast", 1, 1, 1, "hash", "Increments the integer value of a field in a hash by a number."),
+    HINCRBYFLOAT(4, "write denyoom fast", 1, 1, 1, "hash", "Increments the floating point value of a field by a number."),
+    HSCAN(-3, "readonly", 1, 1, 1, "hash", "Iterates over fields and values of a hash.");
+
+    private static final RespCommand[] VALUES = values();
+    private static final int TABLE_BITS = 8;
+    private static final RespCommand[] TABLE = new RespCommand[1 << TABLE_BITS];
+
+    static {
+        for (RespCommand c : VALUES) {
+            int slot = hash(c.upper, c.upper.length) & (TABLE.length - 1);
+            while (TABLE[slot] != null) {
+                slot = (slot + 1) & (TABLE.length - 1);
+            }
+            TABLE[slot] = c;
+        }
+    }
+
+    final int arity;
+    final String[] flags;
+    final int firstKey;
+    final int lastKey;
+    final int step;
+    final String group;
+    final String summary;
+    final String lowerName;
+    final boolean noAuth;
+    final boolean write;
+    private final byte[] upper;
+
+    RespCommand(int arity, String flags, int firstKey, int lastKey, int step, String group, String summary) {
+        this.arity = arity;
+        this.flags = flags.split(" ");
+        this.firstKey = firstKey;
+        this.lastKey = lastKey;
+        this.step = step;
+        this.group = group;
+        this.summary = summary;
+        this.lowerName = name().toLowerCase(Locale.ROOT);
+        this.noAuth = flags.contains("no-auth");
+        this.write = flags.startsWith("write");
+        this.upper = name().getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** Whether {@code argc} (name included) fits this command's arity. */
+    boolean arityOk(int argc) {
+        return arity > 0 ? argc == arity : argc >= -arity;
+    }
+
+    /** The command named {@code name} in any letter case, or null. */
+    static RespCommand lookup(byte[] name) {
+        int len = name.length;
+        if (len == 0 || len > 16) {
+            return null;
+        }
+        int slot = hash(name, len) & (TABLE.length - 1);
+        RespCommand c;
+        while ((c = TABLE[slot]) != null) {
+            if (equalsIgnoreCase(c.upper, name)) {
+                return c;
+            }
+            slot = (slot + 1) & (TABLE.length - 1);
+        }
+        return null;
+    }
+
+    static int count() {
+        return VALUES.length;
+    }
+
+    static RespCommand[] all() {
+        return VALUES.clone();
+    }
+
+    private static int hash(byte[] b, int len) {
+        int h = len;
+        for (int i = 0; i < len; i++) {
+            h = h * 31 + (b[i] & 0xDF);
+        }
+        return h ^ (h >>> 11);
+    }
+
+    /** ASCII case-insensitive compare; {@code upper} is already upper case. */
+    static boolean equalsIgnoreCase(byte[] upper, byte[] b) {
+        if (upper.length != b.length) {
+            return false;
+        }
+        for (int i = 0; i < b.length; i++) {
+            int x = b[i];
+            if (x >= 'a' && x <= 'z') {
+                x -= 32;
+            }
+            if (x != upper[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Case-insensitive comparison of an argument with an upper-case ASCII keyword. */
+    static boolean is(byte[] arg, String upperKeyword) {
+        if (arg.length != upperKeyword.length()) {
+            return false;
+        }
+        for (int i = 0; i < arg.length; i++) {
+            int x = arg[i];
+            if (x >= 'a' && x <= 'z') {
+                x -= 32;
+            }
+            if (x != upperKeyword.charAt(i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+}

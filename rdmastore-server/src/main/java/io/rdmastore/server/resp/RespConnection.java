@@ -1,0 +1,531 @@
+package io.rdmastore.server.resp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.rdmastore.store.SetOptions;
+import io.rdmastore.store.StoreException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.util.Arrays;
+import java.util.function.Function;
+
+/**
+ * One RESP client connection: decodes pipelined requests (multibulk and inline) in a loop, runs each command at once,
+ * encodes every reply of a read batch into one buffer and flushes it once at {@code channelReadComplete}. Framing
+ * errors get Redis's error text, then the connection is closed after the reply is written; commands that came before
+ * the bad bytes in the same batch are answered first, as Redis does.
+ *
+ * <p>Threads: a Netty handler, confined to its channel's event loop; {@link #describe()} and the counters it reads may
+ * be called from any thread (they read fields written by the loop without locks, which is good enough for CLIENT LIST).
+ * Buffers: the handler owns its cumulation buffer and releases every inbound buffer it is given.
+ */
+final class RespConnection extends ChannelInboundHandlerAdapter {
+    private static final Logger LOG = LoggerFactory.getLogger(RespConnection.class);
+
+    /** Redis's PROTO_INLINE_MAX_SIZE: the longest inline request or length line. */
+    static final int INLINE_MAX = 64 * 1024;
+    /** Above this bulk length the cumulation buffer is grown once to hold the whole argument. */
+    private static final int BIG_ARG = 32 * 1024;
+    /** Write out (without flushing) when one batch's replies grow past this, to bound memory. */
+    private static final int OUT_HIGH_WATER = 1 << 20;
+
+    private final RespFace face;
+    final long id;
+    final long createdMillis = System.currentTimeMillis();
+    final RespWriter w = new RespWriter();
+
+    private ChannelHandlerContext ctx;
+    private ByteBuf cum;
+    private boolean closing;
+
+    // decoder state, kept across reads so a large argument is not re-parsed
+    private boolean inMultibulk;
+    private long multibulkRemaining;
+    private long bulkLen = -1;
+    byte[][] argv = new byte[8][];
+    int argc;
+
+    // session state, read by CLIENT and INFO
+    volatile boolean authenticated;
+    volatile String name = "";
+    volatile String libName = "";
+    volatile String libVersion = "";
+    volatile String lastCommand = "NULL";
+    volatile long lastInteractionMillis = createdMillis;
+    private long commandsInBatch;
+    volatile long commandsTotal;
+    volatile String remote = "?";
+
+    // per-connection scratch for the commands, so the hot path allocates nothing for them
+    long num;
+    final SetOptions setOptions = new SetOptions();
+    final Function<MemorySegment, Boolean> getReader = seg -> {
+        if (seg == null) {
+            w.nullBulk();
+            return Boolean.FALSE;
+        }
+        w.bulk(seg);
+        return Boolean.TRUE;
+    };
+    volatile String local = "?";
+
+    RespConnection(RespFace face, long id, boolean authenticated) {
+        this.face = face;
+        this.id = id;
+        this.authenticated = authenticated;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        remote = format(ctx.channel().remoteAddress());
+        local = format(ctx.channel().localAddress());
+        face.register(this);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        face.unregister(this);
+        releaseCumulation();
+        super.channelInactive(ctx);
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        face.unregister(this);
+        releaseCumulation();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof ByteBuf in)) {
+            ctx.fireChannelRead(msg);
+            return;
+        }
+        if (closing) {
+            in.release();
+            return;
+        }
+        cum = cum == null ? in : ByteToMessageDecoder.MERGE_CUMULATOR.cumulate(ctx.alloc(), cum, in);
+        try {
+            decode();
+        } catch (RuntimeException e) {
+            LOG.warn("RESP client {} at {}: internal error, closing the connection", id, remote, e);
+            protocolError("ERR internal error: " + e);
+        } finally {
+            ByteBuf c = cum;
+            if (c != null) {
+                if (!c.isReadable()) {
+                    c.release();
+                    cum = null;
+                } else {
+                    c.discardSomeReadBytes();
+                }
+            }
+            if (w.out != null && w.out.readableBytes() > OUT_HIGH_WATER) {
+                ctx.write(w.out);
+                w.out = null;
+            }
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        flushReplies();
+        if (commandsInBatch > 0) {
+            face.commandsProcessed(commandsInBatch);
+            commandsTotal += commandsInBatch;
+            commandsInBatch = 0;
+        }
+        if (!ctx.channel().isWritable()) {
+            // The client is not reading its replies: stop reading its requests until it does (Netty's back-pressure).
+            ctx.channel().config().setAutoRead(false);
+        }
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) throws Exception {
+        if (ctx.channel().isWritable() && !closing) {
+            ctx.channel().config().setAutoRead(true);
+        }
+        super.channelWritabilityChanged(ctx);
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        LOG.debug("RESP client {} at {}: {}", id, remote, cause.toString());
+        ctx.close();
+    }
+
+    private void flushReplies() {
+        ByteBuf o = w.out;
+        if (o != null) {
+            w.out = null;
+            if (o.isReadable()) {
+                ctx.writeAndFlush(o, ctx.voidPromise());
+            } else {
+                o.release();
+            }
+        }
+    }
+
+    private void releaseCumulation() {
+        if (cum != null) {
+            cum.release();
+            cum = null;
+        }
+        ByteBuf o = w.out;
+        if (o != null) {
+            w.out = null;
+            o.release();
+        }
+    }
+
+    /** The reply buffer for the current batch; created on first use. */
+    RespWriter out() {
+        if (w.out == null) {
+            w.out = ctx.alloc().ioBuffer(512);
+        }
+        return w;
+    }
+
+    /** Closes the connection once the replies written so far are flushed (QUIT). */
+    void closeAfterReply() {
+        closing = true;
+        ByteBuf o = w.out;
+        w.out = null;
+        ctx.writeAndFlush(o != null ? o : ctx.alloc().buffer(0)).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    /** Closes without waiting (CLIENT KILL from another connection). */
+    void kill() {
+        ctx.channel().eventLoop().execute(() -> {
+            closing = true;
+            ctx.close();
+        });
+    }
+
+    boolean isClosing() {
+        return closing;
+    }
+
+    String transportName() {
+        return "tcp";
+    }
+
+    private void protocolError(String message) {
+        out().error(message);
+        closeAfterReply();
+        face.protocolErrors.increment();
+        LOG.debug("RESP client {} at {}: {}", id, remote, message);
+    }
+
+    // ---- decoding ----
+
+    private void decode() {
+        ByteBuf b = cum;
+        while (!closing && b.isReadable()) {
+            if (!inMultibulk) {
+                if (b.getByte(b.readerIndex()) == '*') {
+                    int r = multibulkHeader(b);
+                    if (r <= 0) {
+                        if (r < 0) {
+                            return;
+                        }
+                        continue;
+                    }
+                } else {
+                    if (!inline(b)) {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            if (!multibulkArgs(b)) {
+                return;
+            }
+            dispatch();
+        }
+    }
+
+    /** Returns 1 when a multibulk with arguments began, 0 when an empty one was skipped, -1 to wait or on error. */
+    private int multibulkHeader(ByteBuf b) {
+        int start = b.readerIndex();
+        int cr = b.indexOf(start, b.writerIndex(), (byte) '\r');
+        if (cr < 0) {
+            if (b.readableBytes() > INLINE_MAX) {
+                protocolError("ERR Protocol error: too big mbulk count string");
+            }
+            return -1;
+        }
+        if (cr + 1 >= b.writerIndex()) {
+            return -1;
+        }
+        long n = parseLong(b, start + 1, cr);
+        if (n == Long.MIN_VALUE || n > Integer.MAX_VALUE) {
+            protocolError("ERR Protocol error: invalid multibulk length");
+            return -1;
+        }
+        if (n > 10 && !authenticated) {
+            protocolError("ERR Protocol error: unauthenticated multibulk length");
+            return -1;
+        }
+        b.readerIndex(cr + 2);
+        if (n <= 0) {
+            return 0;
+        }
+        inMultibulk = true;
+        multibulkRemaining = n;
+        argc = 0;
+        bulkLen = -1;
+        return 1;
+    }
+
+    /** Reads bulk arguments; true when the command is complete. */
+    private boolean multibulkArgs(ByteBuf b) {
+        while (multibulkRemaining > 0) {
+            if (bulkLen < 0) {
+                int start = b.readerIndex();
+                int cr = b.indexOf(start, b.writerIndex(), (byte) '\r');
+                if (cr < 0) {
+                    if (b.readableBytes() > INLINE_MAX) {
+                        protocolError("ERR Protocol error: too big bulk count string");
+                    }
+                    return false;
+                }
+                if (cr + 1 >= b.writerIndex()) {
+                    return false;
+                }
+                byte first = b.getByte(start);
+                if (first != '$') {
+                    protocolError("ERR Protocol error: expected '$', got '" + (char) (first & 0xFF) + "'");
+                    return false;
+                }
+                long n = parseLong(b, start + 1, cr);
+                if (n == Long.MIN_VALUE || n < 0 || n > face.maxBulkLength()) {
+                    protocolError("ERR Protocol error: invalid bulk length");
+                    return false;
+                }
+                if (n > 16384 && !authenticated) {
+                    protocolError("ERR Protocol error: unauthenticated bulk length");
+                    return false;
+                }
+                b.readerIndex(cr + 2);
+                bulkLen = n;
+                if (n >= BIG_ARG && b.readableBytes() < n + 2) {
+                    // One allocation for a large argument instead of repeated doubling of the cumulation.
+                    b.ensureWritable((int) Math.min(Integer.MAX_VALUE - 16, n + 2 - b.readableBytes()));
+                }
+            }
+            if (b.readableBytes() < bulkLen + 2) {
+                return false;
+            }
+            byte[] arg = new byte[(int) bulkLen];
+            b.readBytes(arg);
+            // Like Redis, the two bytes after the data are skipped without looking at them.
+            b.skipBytes(2);
+            addArg(arg);
+            bulkLen = -1;
+            multibulkRemaining--;
+        }
+        inMultibulk = false;
+        return true;
+    }
+
+    /** Parses one inline command; false when more bytes are needed or the connection is closing. */
+    private boolean inline(ByteBuf b) {
+        int start = b.readerIndex();
+        int lf = b.indexOf(start, b.writerIndex(), (byte) '\n');
+        if (lf < 0) {
+            if (b.readableBytes() > INLINE_MAX) {
+                protocolError("ERR Protocol error: too big inline request");
+            }
+            return false;
+        }
+        int end = lf > start && b.getByte(lf - 1) == '\r' ? lf - 1 : lf;
+        byte[] line = new byte[end - start];
+        b.getBytes(start, line);
+        b.readerIndex(lf + 1);
+        argc = 0;
+        if (!splitInline(line)) {
+            protocolError("ERR Protocol error: unbalanced quotes in request");
+            return false;
+        }
+        if (argc > 0) {
+            dispatch();
+        }
+        return true;
+    }
+
+    private void dispatch() {
+        commandsInBatch++;
+        lastInteractionMillis = System.currentTimeMillis();
+        try {
+            face.commands.execute(this, argv, argc);
+        } catch (StoreException e) {
+            String m = e.getMessage();
+            out().error(m != null && !m.isEmpty() && Character.isUpperCase(m.charAt(0)) && m.indexOf(' ') > 0
+                && m.substring(0, m.indexOf(' ')).chars().allMatch(Character::isUpperCase) ? m : "ERR " + m);
+        }
+        Arrays.fill(argv, 0, argc, null);
+        argc = 0;
+    }
+
+    private void addArg(byte[] arg) {
+        if (argc == argv.length) {
+            argv = Arrays.copyOf(argv, argv.length * 2);
+        }
+        argv[argc++] = arg;
+    }
+
+    /**
+     * Splits an inline line the way Redis's sdssplitargs does: blanks separate arguments, double quotes allow escapes
+     * (\n \r \t \b \a \\ \" \xHH), single quotes allow \'; a closing quote must be followed by a blank or the end.
+     */
+    private boolean splitInline(byte[] line) {
+        int i = 0;
+        int n = line.length;
+        ByteArrayOutputStream cur = new ByteArrayOutputStream();
+        while (true) {
+            while (i < n && isSpace(line[i])) {
+                i++;
+            }
+            if (i >= n) {
+                return true;
+            }
+            cur.reset();
+            boolean inDq = false;
+            boolean inSq = false;
+            boolean done = false;
+            while (!done) {
+                if (inDq) {
+                    if (i >= n) {
+                        return false;
+                    }
+                    byte c = line[i];
+                    if (c == '\\' && i + 3 < n && line[i + 1] == 'x' && hex(line[i + 2]) >= 0 && hex(line[i + 3]) >= 0) {
+                        cur.write(hex(line[i + 2]) * 16 + hex(line[i + 3]));
+                        i += 3;
+                    } else if (c == '\\' && i + 1 < n) {
+                        i++;
+                        byte e = line[i];
+                        cur.write(switch (e) {
+                            case 'n' -> '\n';
+                            case 'r' -> '\r';
+                            case 't' -> '\t';
+                            case 'b' -> '\b';
+                            case 'a' -> 7;
+                            default -> e;
+                        });
+                    } else if (c == '"') {
+                        if (i + 1 < n && !isSpace(line[i + 1])) {
+                            return false;
+                        }
+                        done = true;
+                    } else {
+                        cur.write(c);
+                    }
+                } else if (inSq) {
+                    if (i >= n) {
+                        return false;
+                    }
+                    byte c = line[i];
+                    if (c == '\\' && i + 1 < n && line[i + 1] == '\'') {
+                        i++;
+                        cur.write('\'');
+                    } else if (c == '\'') {
+                        if (i + 1 < n && !isSpace(line[i + 1])) {
+                            return false;
+                        }
+                        done = true;
+                    } else {
+                        cur.write(c);
+                    }
+                } else {
+                    if (i >= n) {
+                        done = true;
+                        break;
+                    }
+                    byte c = line[i];
+                    if (isSpace(c)) {
+                        done = true;
+                    } else if (c == '"') {
+                        inDq = true;
+                    } else if (c == '\'') {
+                        inSq = true;
+                    } else {
+                        cur.write(c);
+                    }
+                }
+                if (i < n) {
+                    i++;
+                }
+            }
+            addArg(cur.toByteArray());
+        }
+    }
+
+    private static boolean isSpace(byte c) {
+        return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == 0x0B || c == '\f' || c == 0;
+    }
+
+    private static int hex(byte c) {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
+    }
+
+    /** Strict decimal parse of {@code b[from, to)} as Redis's string2ll; Long.MIN_VALUE when not a number. */
+    static long parseLong(ByteBuf b, int from, int to) {
+        int len = to - from;
+        if (len <= 0 || len > 20) {
+            return Long.MIN_VALUE;
+        }
+        boolean neg = false;
+        int i = from;
+        if (b.getByte(i) == '-') {
+            neg = true;
+            i++;
+            if (i == to) {
+                return Long.MIN_VALUE;
+            }
+        }
+        if (b.getByte(i) == '0' && to - i > 1) {
+            return Long.MIN_VALUE;
+        }
+        long v = 0;
+        for (; i < to; i++) {
+            int d = b.getByte(i) - '0';
+            if (d < 0 || d > 9) {
+                return Long.MIN_VALUE;
+            }
+            if (v > (Long.MAX_VALUE - d) / 10) {
+                return Long.MIN_VALUE;
+            }
+            v = v * 10 + d;
+        }
+        return neg ? -v : v;
+    }
+
+    private static String format(SocketAddress a) {
+        if (a instanceof InetSocketAddress i) {
+            return i.getAddress().getHostAddress() + ":" + i.getPort();
+        }
+        return String.valueOf(a);
+    }
+}

@@ -1,0 +1,277 @@
+package io.rdmastore.server.resp;
+
+import io.netty.channel.ChannelPipeline;
+import io.rdmastore.store.Store;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * The Redis-compatible face of the server (RESP2 and RESP3 on the server's TCP port). The TCP carrier calls
+ * {@link #initialize(ChannelPipeline)} for every connection whose first bytes are not the native preface; from then on
+ * the connection speaks RESP and every command runs against the {@link Store} given here, so writes made through RESP go
+ * through the same durable log as native writes.
+ *
+ * <p>Threads: thread-safe. {@link #initialize} is called on the connection's event loop; each connection's commands then
+ * run on that loop. The hooks in {@link Context} are called from event loops and must not block for long.
+ */
+public final class RespFace {
+    private static final Logger LOG = LoggerFactory.getLogger(RespFace.class);
+
+    /** The Redis version the face reports in HELLO and INFO; clients pick features by it. */
+    public static final String REDIS_VERSION = "7.0.15";
+
+    /** Redis's default {@code proto-max-bulk-len}: 512 MB. */
+    public static final long DEFAULT_MAX_BULK_LENGTH = 512L * 1024 * 1024;
+
+    /** Settings reachable through CONFIG GET/SET that the face does not own itself (the server's). */
+    public interface ConfigHooks {
+        /** Every setting the server exposes, name to current value; names are lower case. */
+        Map<String, String> all();
+
+        /**
+         * Changes one setting.
+         *
+         * @return null on success, or the error text (without the "ERR " prefix) when the name is unknown to the
+         *     server or the value is refused
+         */
+        String set(String name, String value);
+    }
+
+    /** A native (non-RESP) client, for CLIENT LIST and INFO clients. */
+    public record NativeClient(long id, String address, String localAddress, String transport, String name,
+                               long ageSeconds, String detail) {
+    }
+
+    /** Configuration; validated once by the {@link RespFace} constructor. Not thread-safe; build it on one thread. */
+    public static final class Context {
+        private String password;
+        private long maxBulkLength = DEFAULT_MAX_BULK_LENGTH;
+        private Supplier<Map<String, Map<String, String>>> serverInfo = Map::of;
+        private ConfigHooks config;
+        private Supplier<? extends Collection<NativeClient>> nativeClients = List::of;
+        private LongSupplier clientIds;
+        private int port;
+
+        /** The {@code requirepass} password of the {@code default} user; null or empty means none. Default none. */
+        public Context password(String value) {
+            password = value == null || value.isEmpty() ? null : value;
+            return this;
+        }
+
+        /** {@code proto-max-bulk-len}: the largest argument accepted. Default 512 MB, at least 1 MB. */
+        public Context maxBulkLength(long value) {
+            maxBulkLength = value;
+            return this;
+        }
+
+        /**
+         * Extra INFO content: section name (lower case, e.g. "server", "rdmastore") to fields. Fields of a section the
+         * face writes itself are appended to it; other sections are added. Default none.
+         */
+        public Context serverInfo(Supplier<Map<String, Map<String, String>>> value) {
+            serverInfo = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /** The server's settings for CONFIG GET/SET. Default: only the face's own settings. */
+        public Context config(ConfigHooks value) {
+            config = value;
+            return this;
+        }
+
+        /** Native clients to show in CLIENT LIST and count in INFO. Default none. */
+        public Context nativeClients(Supplier<? extends Collection<NativeClient>> value) {
+            nativeClients = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /** Source of client ids shared with native connections. Default: the face's own counter from 1. */
+        public Context clientIds(LongSupplier value) {
+            clientIds = value;
+            return this;
+        }
+
+        /** The TCP port, for INFO server. Default 0 (unknown). */
+        public Context port(int value) {
+            port = value;
+            return this;
+        }
+
+        void conclude() {
+            if (maxBulkLength < 1024 * 1024 || maxBulkLength > Integer.MAX_VALUE - 16) {
+                throw new IllegalArgumentException("maxBulkLength must be between 1 MB and 2 GB, got " + maxBulkLength);
+            }
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("port out of range: " + port);
+            }
+        }
+    }
+
+    final Store store;
+    final RespCommands commands;
+    private final Context ctx;
+    private final AtomicLong ownIds = new AtomicLong();
+    private final Map<Long, RespConnection> clients = new ConcurrentHashMap<>();
+    final long startMillis = System.currentTimeMillis();
+    private volatile String password;
+    private volatile long maxBulkLength;
+
+    final LongAdder commandsProcessed = new LongAdder();
+    final LongAdder connectionsReceived = new LongAdder();
+    final LongAdder protocolErrors = new LongAdder();
+    final LongAdder keyspaceHits = new LongAdder();
+    final LongAdder keyspaceMisses = new LongAdder();
+
+    /** A face serving {@code store}; the caller keeps owning the store and closes it after the listener. */
+    public RespFace(Store store, Context context) {
+        this.store = Objects.requireNonNull(store, "store");
+        context.conclude();
+        this.ctx = context;
+        this.password = context.password;
+        this.maxBulkLength = context.maxBulkLength;
+        this.commands = new RespCommands(this);
+    }
+
+    /**
+     * Installs the RESP handler on a connection's pipeline. Pass it as the TCP carrier's foreign-protocol consumer; the
+     * carrier then re-fires the bytes it has already read, which the handler decodes as RESP. Call on the channel's
+     * event loop.
+     */
+    public void initialize(ChannelPipeline pipeline) {
+        long id = ctx.clientIds != null ? ctx.clientIds.getAsLong() : ownIds.incrementAndGet();
+        connectionsReceived.increment();
+        pipeline.addLast("resp", new RespConnection(this, id, password == null));
+    }
+
+    /** The number of RESP connections open now. */
+    public int connectedClients() {
+        return clients.size();
+    }
+
+    /** Total commands processed since start. */
+    public long commandsProcessed() {
+        return commandsProcessed.sum();
+    }
+
+    /** Closes every RESP connection (server shutdown). */
+    public void closeAll() {
+        for (RespConnection c : clients.values()) {
+            c.kill();
+        }
+        LOG.info("closed {} RESP connections", clients.size());
+    }
+
+    // ---- package-private state for the commands ----
+
+    void register(RespConnection c) {
+        clients.put(c.id, c);
+    }
+
+    void unregister(RespConnection c) {
+        clients.remove(c.id);
+    }
+
+    void commandsProcessed(long n) {
+        commandsProcessed.add(n);
+    }
+
+    List<RespConnection> clients() {
+        List<RespConnection> list = new ArrayList<>(clients.values());
+        list.sort((a, b) -> Long.compare(a.id, b.id));
+        return list;
+    }
+
+    RespConnection client(long id) {
+        return clients.get(id);
+    }
+
+    Collection<NativeClient> nativeClients() {
+        try {
+            return ctx.nativeClients.get();
+        } catch (RuntimeException e) {
+            LOG.warn("native client list hook failed", e);
+            return List.of();
+        }
+    }
+
+    Map<String, Map<String, String>> extraInfo() {
+        try {
+            return ctx.serverInfo.get();
+        } catch (RuntimeException e) {
+            LOG.warn("server info hook failed", e);
+            return Map.of();
+        }
+    }
+
+    int port() {
+        return ctx.port;
+    }
+
+    String password() {
+        return password;
+    }
+
+    long maxBulkLength() {
+        return maxBulkLength;
+    }
+
+    /** The face's own settings plus the server's, name to value, in a stable order. */
+    Map<String, String> configAll() {
+        Map<String, String> all = new LinkedHashMap<>();
+        all.put("requirepass", password == null ? "" : password);
+        all.put("proto-max-bulk-len", Long.toString(maxBulkLength));
+        all.put("databases", "1");
+        var sc = store.config();
+        if (sc != null) {
+            all.put("appendonly", "yes");
+            all.put("appendfsync", sc.fsync().name().toLowerCase(java.util.Locale.ROOT));
+            all.put("dir", String.valueOf(sc.dataDir()));
+        }
+        all.put("save", "");
+        if (ctx.config != null) {
+            try {
+                all.putAll(ctx.config.all());
+            } catch (RuntimeException e) {
+                LOG.warn("config hook failed", e);
+            }
+        }
+        return all;
+    }
+
+    /** Sets one setting; null on success, else the error text without "ERR ". */
+    String configSet(String name, String value) {
+        switch (name) {
+            case "requirepass" -> {
+                password = value.isEmpty() ? null : value;
+                LOG.info("RESP requirepass {}", password == null ? "cleared" : "changed");
+                return null;
+            }
+            case "proto-max-bulk-len" -> {
+                long v = RespCommands.parseMemory(value);
+                if (v < 1024 * 1024 || v > Integer.MAX_VALUE - 16) {
+                    return "argument must be a memory value between 1mb and 2gb";
+                }
+                maxBulkLength = v;
+                return null;
+            }
+            default -> {
+                if (ctx.config != null) {
+                    return ctx.config.set(name, value);
+                }
+                return "Unknown option or number of arguments for CONFIG SET - '" + name + "'";
+            }
+        }
+    }
+}
