@@ -1,0 +1,561 @@
+package io.rdmastore.server;
+
+import io.rdmastore.client.protocol.ProtocolDescriptor;
+import io.rdmastore.client.protocol.ProtocolException;
+import io.rdmastore.client.protocol.WireReader;
+import io.rdmastore.client.protocol.WireWriter;
+import io.rdmastore.store.SetOptions;
+import io.rdmastore.store.SetResult;
+import io.rdmastore.store.Store;
+import io.rdmastore.store.StoreException;
+import io.rdmastore.store.UpdateResult;
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MessageHandler;
+import io.rdmastore.transport.TransportStatus;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.bson.BSONException;
+import org.bson.BsonBinaryReader;
+import org.bson.BsonBinaryWriter;
+import org.bson.BsonDocument;
+import org.bson.BsonValue;
+import org.bson.codecs.BsonDocumentCodec;
+import org.bson.codecs.DecoderContext;
+import org.bson.codecs.EncoderContext;
+import org.bson.io.BasicOutputBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One native-protocol connection: decodes each request, executes it on the store inline on the transport thread that
+ * delivered it, and replies on the same connection in request order.
+ *
+ * <p>Threads: {@link #onMessage} runs on the connection's transport thread, never concurrently (the SPI's promise), so
+ * the reply writer, reader and store options are reused without locks. Replies that the transport refuses with
+ * {@code BACK_PRESSURED} are queued (copied) and retried by the server's retry thread under this session's lock; while
+ * anything is queued, newer replies queue behind it, so order is kept and nothing is dropped. A SNAPSHOT reply is a
+ * placeholder in the same queue until the store's background snapshot completes.
+ *
+ * <p>Memory: the request segment is only read during {@code onMessage}; values that outlive it (keys and values for
+ * the store) are copied into arrays, as the store's API takes them. A GET copies the value from the store's off-heap
+ * view straight into the reused reply buffer.
+ */
+final class NativeSession implements MessageHandler {
+    private static final Logger LOG = LoggerFactory.getLogger(NativeSession.class);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final BsonDocumentCodec CODEC = new BsonDocumentCodec();
+    private static final DecoderContext DECODE = DecoderContext.builder().build();
+    private static final EncoderContext ENCODE = EncoderContext.builder().build();
+    private static final int MAX_COLLECTION_NAME = 1024;
+    private static final byte[] PONG = "PONG".getBytes(StandardCharsets.US_ASCII);
+
+    private final RdmaStoreServer server;
+    private final Store store;
+    private final ServerConfig config;
+    private final Connection connection;
+    private final long createdMillis = System.currentTimeMillis();
+    private final WireReader reader = new WireReader();
+    private final WireWriter writer = new WireWriter(16 * 1024);
+    private final SetOptions setOptions = new SetOptions();
+    /** GET's zero-copy reader: appends the value to the reply, or says it is absent. Allocated once. */
+    private final Function<MemorySegment, Boolean> copyValue = segment -> {
+        if (segment == null) {
+            return Boolean.FALSE;
+        }
+        writer.raw(segment);
+        return Boolean.TRUE;
+    };
+
+    // ---- replies waiting for the transport (guarded by this) ----
+    private final ArrayDeque<PendingReply> queue = new ArrayDeque<>();
+    private long queuedBytes;
+    /** Entries in {@link #queue}; read without the lock on the hot path, written under it. */
+    private volatile int queued;
+    private boolean retryScheduled;
+    private int retryDelayMicros;
+    private volatile boolean closed;
+
+    /** A reply that could not be offered yet; {@code bytes} is null until a deferred reply is ready. */
+    private static final class PendingReply {
+        byte[] bytes;
+
+        PendingReply(byte[] bytes) {
+            this.bytes = bytes;
+        }
+    }
+
+    NativeSession(RdmaStoreServer server, Store store, ServerConfig config, Connection connection) {
+        this.server = server;
+        this.store = store;
+        this.config = config;
+        this.connection = connection;
+    }
+
+    Connection connection() {
+        return connection;
+    }
+
+    long createdMillis() {
+        return createdMillis;
+    }
+
+    @Override
+    public void onMessage(Connection c, MemorySegment message) {
+        long size = message.byteSize();
+        if (size < ProtocolDescriptor.HEADER_LENGTH) {
+            // Without a request id no reply can be matched to this request: the framing is broken, so close.
+            LOG.info("closing {}: request of {} bytes is shorter than the {}-byte header", connection.remoteAddress(),
+                size, ProtocolDescriptor.HEADER_LENGTH);
+            connection.close();
+            return;
+        }
+        int opcode = message.get(ValueLayout.JAVA_BYTE, ProtocolDescriptor.TYPE_OFFSET) & 0xFF;
+        long id = message.get(LONG, ProtocolDescriptor.REQUEST_ID_OFFSET);
+        WireWriter w = writer.header(ProtocolDescriptor.STATUS_OK, id);
+        long start = System.nanoTime();
+        try {
+            if (size > config.maxRequestBytes()) {
+                error(id, "ERR request of " + size + " bytes exceeds limit of " + config.maxRequestBytes()
+                    + " bytes (max-request-bytes)");
+            } else {
+                reader.wrap(message, ProtocolDescriptor.HEADER_LENGTH);
+                execute(opcode, id, reader, w);
+            }
+        } catch (WireReader.LimitException e) {
+            error(id, "ERR " + e.getMessage());
+        } catch (ProtocolException e) {
+            error(id, "ERR malformed " + ProtocolDescriptor.opcodeName(opcode) + " request: " + e.getMessage());
+        } catch (StoreException e) {
+            error(id, storeError(e));
+        } catch (BSONException e) {
+            error(id, "ERR malformed BSON in " + ProtocolDescriptor.opcodeName(opcode) + ": " + e.getMessage());
+        } catch (RuntimeException e) {
+            // A bug or an unsupported operation must cost one error reply, never the transport thread.
+            LOG.warn("{} from {} failed", ProtocolDescriptor.opcodeName(opcode), connection.remoteAddress(), e);
+            error(id, "ERR internal error in " + ProtocolDescriptor.opcodeName(opcode) + ": " + e);
+        } finally {
+            reader.clear();
+        }
+        server.recordProcessNanos(System.nanoTime() - start);
+        send(writer);
+    }
+
+    private void error(long id, String text) {
+        writer.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(text);
+    }
+
+    /** The store's messages are client-facing; Redis-style ones already start with their code. */
+    static String storeError(StoreException e) {
+        String m = String.valueOf(e.getMessage());
+        int space = m.indexOf(' ');
+        String first = space > 0 ? m.substring(0, space) : m;
+        boolean coded = first.length() >= 2 && first.chars().allMatch(ch -> ch >= 'A' && ch <= 'Z');
+        return coded ? m : "ERR " + m;
+    }
+
+    // ---- dispatch ----
+
+    private void execute(int opcode, long id, WireReader r, WireWriter w) {
+        switch (opcode) {
+            case ProtocolDescriptor.PING -> {
+                if (r.hasRemaining()) {
+                    w.raw(r.restSlice());
+                } else {
+                    w.raw(PONG);
+                }
+            }
+            case ProtocolDescriptor.GET -> {
+                byte[] key = key(r);
+                r.end();
+                if (store.readValue(key, copyValue) != Boolean.TRUE) {
+                    w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+                }
+            }
+            case ProtocolDescriptor.SET -> set(r, w);
+            case ProtocolDescriptor.DEL -> {
+                byte[][] keys = keys(r, "key", config.maxKeyBytes());
+                r.end();
+                w.i64(store.delete(keys));
+            }
+            case ProtocolDescriptor.EXISTS -> {
+                byte[][] keys = keys(r, "key", config.maxKeyBytes());
+                r.end();
+                w.i64(store.exists(keys));
+            }
+            case ProtocolDescriptor.PEXPIRE -> {
+                byte[] key = key(r);
+                long ms = r.i64("ttl");
+                r.end();
+                w.i64(store.expireAt(key, saturatedAdd(System.currentTimeMillis(), ms)) ? 1 : 0);
+            }
+            case ProtocolDescriptor.PTTL -> {
+                byte[] key = key(r);
+                r.end();
+                w.i64(store.pttl(key));
+            }
+            case ProtocolDescriptor.INCRBY -> {
+                byte[] key = key(r);
+                long delta = r.i64("delta");
+                r.end();
+                w.i64(store.incrBy(key, delta));
+            }
+            case ProtocolDescriptor.HSET -> {
+                byte[] key = key(r);
+                List<byte[]> fv = pairs(r, "field", config.maxKeyBytes(), "value", config.maxValueBytes(), true);
+                r.end();
+                w.i64(store.hset(key, fv));
+            }
+            case ProtocolDescriptor.HGET -> {
+                byte[] key = key(r);
+                byte[] field = r.bytes("field", config.maxKeyBytes());
+                r.end();
+                byte[] v = store.hget(key, field);
+                if (v == null) {
+                    w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+                } else {
+                    w.raw(v);
+                }
+            }
+            case ProtocolDescriptor.HGETALL -> {
+                byte[] key = key(r);
+                r.end();
+                List<byte[]> fv = store.hgetAll(key);
+                w.i32(fv.size() / 2);
+                for (byte[] b : fv) {
+                    w.bytes(b);
+                }
+            }
+            case ProtocolDescriptor.HDEL -> {
+                byte[] key = key(r);
+                byte[][] fields = keys(r, "field", config.maxKeyBytes());
+                r.end();
+                w.i64(store.hdel(key, fields));
+            }
+            case ProtocolDescriptor.MGET -> {
+                byte[][] keys = keys(r, "key", config.maxKeyBytes());
+                r.end();
+                List<byte[]> values = store.mget(keys);
+                w.i32(values.size());
+                for (byte[] v : values) {
+                    w.nullableBytes(v);
+                }
+            }
+            case ProtocolDescriptor.MSET -> {
+                List<byte[]> kv = pairs(r, "key", config.maxKeyBytes(), "value", config.maxValueBytes(), true);
+                r.end();
+                store.mset(kv, false);
+            }
+            case ProtocolDescriptor.DOC_INSERT -> docInsert(r, w);
+            case ProtocolDescriptor.DOC_FIND -> {
+                String coll = collection(r);
+                int limit = r.i32("limit");
+                if (limit < 0) {
+                    throw new ProtocolException("negative limit " + limit);
+                }
+                BsonDocument filter = document(r, "filter");
+                r.end();
+                List<BsonDocument> docs = store.find(coll, filter, limit);
+                w.i32(docs.size());
+                for (BsonDocument d : docs) {
+                    writeDocument(w, d);
+                }
+            }
+            case ProtocolDescriptor.DOC_UPDATE -> {
+                String coll = collection(r);
+                int flags = flags(r, ProtocolDescriptor.DOC_MANY | ProtocolDescriptor.DOC_UPSERT);
+                BsonDocument filter = document(r, "filter");
+                BsonDocument update = document(r, "update");
+                r.end();
+                boolean upsert = (flags & ProtocolDescriptor.DOC_UPSERT) != 0;
+                UpdateResult u = (flags & ProtocolDescriptor.DOC_MANY) != 0
+                    ? store.updateMany(coll, filter, update, upsert) : store.updateOne(coll, filter, update, upsert);
+                w.i64(u.matched()).i64(u.modified());
+                if (u.upsertedId() == null) {
+                    w.i32(0);
+                } else {
+                    writeDocument(w, new BsonDocument("_id", u.upsertedId()));
+                }
+            }
+            case ProtocolDescriptor.DOC_DELETE -> {
+                String coll = collection(r);
+                int flags = flags(r, ProtocolDescriptor.DOC_MANY);
+                BsonDocument filter = document(r, "filter");
+                r.end();
+                w.i64((flags & ProtocolDescriptor.DOC_MANY) != 0 ? store.deleteMany(coll, filter)
+                    : store.deleteOne(coll, filter));
+            }
+            case ProtocolDescriptor.DOC_COUNT -> {
+                String coll = collection(r);
+                BsonDocument filter = document(r, "filter");
+                r.end();
+                w.i64(store.count(coll, filter));
+            }
+            case ProtocolDescriptor.INFO -> {
+                r.end();
+                w.rawString(server.info(connection));
+            }
+            case ProtocolDescriptor.SNAPSHOT -> {
+                r.end();
+                snapshot(id);
+            }
+            default -> error(id, "ERR unknown opcode " + String.format("0x%02x", opcode)
+                + " (this server speaks native protocol version " + ProtocolDescriptor.VERSION + ")");
+        }
+    }
+
+    private byte[] key(WireReader r) {
+        return r.bytes("key", config.maxKeyBytes());
+    }
+
+    private static int flags(WireReader r, int known) {
+        int flags = r.u8("flags");
+        if ((flags & ~known) != 0) {
+            throw new ProtocolException(String.format("unknown flags 0x%02x", flags & ~known));
+        }
+        return flags;
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long s = a + b;
+        return ((a ^ s) & (b ^ s)) < 0 ? (b < 0 ? Long.MIN_VALUE : Long.MAX_VALUE) : s;
+    }
+
+    private void set(WireReader r, WireWriter w) {
+        int flags = flags(r, ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX);
+        long ttl = r.i64("ttl");
+        byte[] key = key(r);
+        byte[] value = r.bytes("value", config.maxValueBytes());
+        r.end();
+        if (flags == (ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX)) {
+            throw new ProtocolException("NX and XX flags exclude each other");
+        }
+        if (ttl < 0) {
+            throw new ProtocolException("negative ttl " + ttl + " ms");
+        }
+        setOptions.reset().ifAbsent((flags & ProtocolDescriptor.SET_NX) != 0)
+            .ifPresent((flags & ProtocolDescriptor.SET_XX) != 0)
+            .expireAtMillis(ttl > 0 ? saturatedAdd(System.currentTimeMillis(), ttl) : -1);
+        SetResult result = store.set(key, value, setOptions);
+        if (!result.written()) {
+            w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+        }
+    }
+
+    private static byte[][] keys(WireReader r, String what, long limit) {
+        int n = r.i32(what + " count");
+        // Each item needs at least its 4-byte length, so a count the message cannot hold is malformed.
+        if (n < 0 || (long) n * 4 > r.remaining()) {
+            throw new ProtocolException(what + " count " + n + " does not fit the " + r.remaining()
+                + " remaining bytes");
+        }
+        if (n == 0) {
+            throw new ProtocolException("at least one " + what + " is required");
+        }
+        byte[][] out = new byte[n][];
+        for (int i = 0; i < n; i++) {
+            out[i] = r.bytes(what, limit);
+        }
+        return out;
+    }
+
+    private static List<byte[]> pairs(WireReader r, String first, long firstLimit, String second, long secondLimit,
+                                      boolean nonEmpty) {
+        int n = r.i32("pair count");
+        if (n < 0 || (long) n * 8 > r.remaining()) {
+            throw new ProtocolException("pair count " + n + " does not fit the " + r.remaining() + " remaining bytes");
+        }
+        if (nonEmpty && n == 0) {
+            throw new ProtocolException("at least one " + first + "/" + second + " pair is required");
+        }
+        List<byte[]> out = new ArrayList<>(n * 2);
+        for (int i = 0; i < n; i++) {
+            out.add(r.bytes(first, firstLimit));
+            out.add(r.bytes(second, secondLimit));
+        }
+        return out;
+    }
+
+    private static String collection(WireReader r) {
+        String name = r.string("collection name", MAX_COLLECTION_NAME);
+        if (name.isEmpty()) {
+            throw new ProtocolException("empty collection name");
+        }
+        return name;
+    }
+
+    /** Decodes and fully validates one length-prefixed BSON document. */
+    private BsonDocument document(WireReader r, String what) {
+        MemorySegment raw = r.slice(what, config.maxDocumentBytes());
+        return parseDocument(raw, what);
+    }
+
+    static BsonDocument parseDocument(MemorySegment raw, String what) {
+        long len = raw.byteSize();
+        if (len < 5) {
+            throw new BSONException(what + " of " + len + " bytes is shorter than the smallest BSON document (5)");
+        }
+        int declared = raw.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 0);
+        if (declared != len) {
+            throw new BSONException(what + " declares " + declared + " bytes but " + len + " were sent");
+        }
+        ByteBuffer buffer = ByteBuffer.wrap(raw.toArray(ValueLayout.JAVA_BYTE)).order(ByteOrder.LITTLE_ENDIAN);
+        try (BsonBinaryReader bson = new BsonBinaryReader(buffer)) {
+            return CODEC.decode(bson, DECODE);
+        }
+    }
+
+    private static void writeDocument(WireWriter w, BsonDocument d) {
+        BasicOutputBuffer out = new BasicOutputBuffer(256);
+        try (BsonBinaryWriter bson = new BsonBinaryWriter(out)) {
+            CODEC.encode(bson, d, ENCODE);
+        }
+        w.bytes(out.toByteArray());
+    }
+
+    private void docInsert(WireReader r, WireWriter w) {
+        String coll = collection(r);
+        int n = r.i32("document count");
+        if (n <= 0 || (long) n * 9 > r.remaining()) {
+            throw new ProtocolException("document count " + n + " does not fit the " + r.remaining()
+                + " remaining bytes");
+        }
+        List<BsonDocument> docs = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            docs.add(document(r, "document"));
+        }
+        r.end();
+        List<BsonValue> ids = store.insertMany(coll, docs);
+        w.i32(ids.size());
+        for (BsonValue v : ids) {
+            writeDocument(w, new BsonDocument("_id", v));
+        }
+    }
+
+    /** SNAPSHOT runs in the store's background; its reply holds its place in the queue so later replies wait. */
+    private void snapshot(long id) {
+        PendingReply placeholder = new PendingReply(null);
+        synchronized (this) {
+            queue.add(placeholder);
+            queued = queue.size();
+        }
+        store.snapshotAsync().whenComplete((path, err) -> {
+            WireWriter w = new WireWriter(128);
+            if (err == null) {
+                w.header(ProtocolDescriptor.STATUS_OK, id).i64(store.lastSnapshotEpochMillis());
+            } else {
+                Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                    ? err.getCause() : err;
+                LOG.warn("snapshot requested by {} failed", connection.remoteAddress(), cause);
+                w.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR snapshot failed: " + cause.getMessage());
+            }
+            synchronized (this) {
+                placeholder.bytes = w.toByteArray();
+                queuedBytes += placeholder.bytes.length;
+                drainLocked();
+            }
+        });
+        // The placeholder replaces the reply: mark the writer empty so send() offers nothing for this request.
+        writer.reset();
+    }
+
+    // ---- sending ----
+
+    private void send(WireWriter w) {
+        if (w.position() == 0) {
+            return;
+        }
+        if (queued == 0) {
+            int status = connection.offer(w.message());
+            if (status >= 0 || status == TransportStatus.CLOSED) {
+                return;
+            }
+            if (status == TransportStatus.TOO_LARGE) {
+                tooLarge(w);
+                status = connection.offer(w.message());
+                if (status >= 0 || status == TransportStatus.CLOSED) {
+                    return;
+                }
+            }
+        } else if (w.position() > connection.maxMessageLength()) {
+            tooLarge(w);
+        }
+        synchronized (this) {
+            byte[] copy = w.toByteArray();
+            queue.add(new PendingReply(copy));
+            queued = queue.size();
+            queuedBytes += copy.length;
+            if (queuedBytes > config.maxPendingReplyBytes() && queue.size() > 1) {
+                LOG.info("closing {}: {} reply bytes queued for a client that does not read them (limit {})",
+                    connection.remoteAddress(), queuedBytes, config.maxPendingReplyBytes());
+                connection.close();
+                return;
+            }
+            drainLocked();
+        }
+    }
+
+    /** Replaces a reply the transport cannot carry with an error that it can. */
+    private void tooLarge(WireWriter w) {
+        MemorySegment m = w.message();
+        long id = m.get(LONG, ProtocolDescriptor.REQUEST_ID_OFFSET);
+        int size = w.position();
+        w.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR reply of " + size
+            + " bytes exceeds the transport's maximum message of " + connection.maxMessageLength() + " bytes");
+    }
+
+    /** Offers queued replies in order until one is refused or not ready; schedules a retry if any remain. */
+    private void drainLocked() {
+        while (!queue.isEmpty()) {
+            PendingReply p = queue.peek();
+            if (p.bytes == null) {
+                break;
+            }
+            int status = closed ? TransportStatus.CLOSED : connection.offer(MemorySegment.ofArray(p.bytes));
+            if (status == TransportStatus.BACK_PRESSURED || status == TransportStatus.NOT_CONNECTED) {
+                scheduleRetryLocked();
+                return;
+            }
+            queue.poll();
+            queuedBytes -= p.bytes.length;
+            if (status == TransportStatus.CLOSED) {
+                queue.clear();
+                queuedBytes = 0;
+            }
+            queued = queue.size();
+        }
+        retryDelayMicros = 0;
+    }
+
+    private void scheduleRetryLocked() {
+        if (retryScheduled) {
+            return;
+        }
+        retryScheduled = true;
+        retryDelayMicros = retryDelayMicros == 0 ? 50 : Math.min(retryDelayMicros * 2, 10_000);
+        server.retryExecutor().schedule(() -> {
+            synchronized (this) {
+                retryScheduled = false;
+                drainLocked();
+            }
+        }, retryDelayMicros, TimeUnit.MICROSECONDS);
+    }
+
+    @Override
+    public void onClose(Connection c, Throwable cause) {
+        closed = true;
+        synchronized (this) {
+            queue.clear();
+            queuedBytes = 0;
+            queued = 0;
+        }
+        server.sessionClosed(this, cause);
+    }
+}

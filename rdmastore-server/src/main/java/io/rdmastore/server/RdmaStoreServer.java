@@ -1,0 +1,509 @@
+package io.rdmastore.server;
+
+import io.rdmastore.client.protocol.ProtocolDescriptor;
+import io.rdmastore.client.protocol.WireWriter;
+import io.rdmastore.server.resp.RespFace;
+import io.rdmastore.store.FsyncPolicy;
+import io.rdmastore.store.RecoveryReport;
+import io.rdmastore.store.Store;
+import io.rdmastore.store.StoreStats;
+import io.rdmastore.transport.Authenticator;
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.Listener;
+import io.rdmastore.transport.MessageHandler;
+import io.rdmastore.transport.Network;
+import io.rdmastore.transport.Transport;
+import io.rdmastore.transport.tcp.TcpTransport;
+import io.rdmastore.transport.ucx.UcxTransport;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The standalone server: one store, one port serving the native protocol (TCP, upgraded to UCX where both ends can)
+ * and the RESP face.
+ *
+ * <pre>{@code
+ * try (RdmaStoreServer server = new RdmaStoreServer(new ServerConfig().port(0).dataDir(dir)).start()) {
+ *     int port = server.port();
+ * }
+ * }</pre>
+ *
+ * <p>Threads: {@link #start()} and {@link #close()} may be called from any thread (close is idempotent); native
+ * requests execute on transport threads (see {@link NativeSession}). Lifecycle events are logged at INFO.
+ */
+public final class RdmaStoreServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaStoreServer.class);
+    /** The server's version, reported by INFO. */
+    public static final String VERSION = "0.1.0";
+
+    private final ServerConfig config;
+    private final Map<NativeSession, Long> sessions = new ConcurrentHashMap<>();
+    private final AtomicLong clientIds = new AtomicLong();
+    private final Recorder processRecorder = new Recorder(3);
+    private final Histogram processHistogram = new Histogram(3);
+    private final long startMillis = System.currentTimeMillis();
+    private final CountDownLatch closedLatch = new CountDownLatch(1);
+    private ScheduledThreadPoolExecutor retry;
+    private Store store;
+    private TcpTransport tcp;
+    private UcxTransport ucx;
+    private String ucxStatus = "not loaded";
+    private Network network;
+    private Listener listener;
+    private RespFace resp;
+    private volatile int port;
+    private volatile boolean closed;
+    private boolean started;
+
+    public RdmaStoreServer(ServerConfig config) {
+        this.config = config;
+    }
+
+    /**
+     * Opens the store (recovering it), loads the transports and starts listening.
+     *
+     * @return this
+     * @throws IllegalArgumentException on a bad setting
+     * @throws IllegalStateException when {@code transport=ucx} is configured but UCX cannot be used
+     * @throws RuntimeException from the store (e.g. a corrupt log) or the transport (port in use); everything opened
+     *     so far is closed again
+     */
+    public synchronized RdmaStoreServer start() {
+        if (started) {
+            throw new IllegalStateException("server already started");
+        }
+        started = true;
+        config.conclude();
+        LOG.info("rdmastore {} starting: {}", VERSION, config);
+        try {
+            startUnchecked();
+        } catch (RuntimeException | Error e) {
+            LOG.error("start failed: {}", e.toString());
+            close();
+            throw e;
+        }
+        return this;
+    }
+
+    private void startUnchecked() {
+        retry = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "rdmastore-reply-retry");
+            t.setDaemon(true);
+            return t;
+        });
+        retry.setRemoveOnCancelPolicy(true);
+
+        Path dir = config.dataDir().toAbsolutePath();
+        store = Store.open(config.storeConfig().dataDir(dir));
+        RecoveryReport rr = store.recoveryReport();
+        LOG.info("data dir {} (fsync {}): recovered snapshot {} ({} records), {} log segments, {} log records,"
+                + " {} torn-tail bytes cut, in {} ms", dir, config.fsync(),
+            rr.snapshotUsed() != null ? rr.snapshotUsed().getFileName() : "none", rr.snapshotRecords(),
+            rr.segmentsReplayed(), rr.recordsReplayed(), rr.tornTailBytesCut(), rr.durationMillis());
+
+        TcpTransport.Context tcpCtx = new TcpTransport.Context()
+            .maxMessageLength((int) Math.min(Integer.MAX_VALUE - (1 << 20),
+                Math.max(config.maxRequestBytes(), config.maxValueBytes() + (64 << 10))));
+        if (config.resp()) {
+            resp = new RespFace(store, new RespFace.Context()
+                .password(config.password())
+                .serverInfo(this::respInfo)
+                .nativeClients(this::nativeClients)
+                .clientIds(clientIds::incrementAndGet)
+                .config(new ConfigView()));
+            tcpCtx.foreignProtocol(resp::initialize);
+        }
+        tcp = new TcpTransport(tcpCtx);
+        Network.Context net = new Network.Context().carrier(tcp).authenticator(authenticator())
+            .handshakeTimeout(config.handshakeTimeout())
+            .upgradesEnabled(!config.transport().equals("tcp"));
+        if (config.transport().equals("tcp")) {
+            ucxStatus = "disabled by configuration (transport=tcp)";
+        } else {
+            loadUcx();
+            if (ucx != null) {
+                net.upgrade(ucx);
+            } else if (config.transport().equals("ucx")) {
+                throw new IllegalStateException("transport=ucx is configured but UCX cannot be used: " + ucxStatus);
+            }
+        }
+        LOG.info("transports: tcp available; ucx {}", ucxStatus);
+        network = new Network(net);
+        listener = network.listen(new InetSocketAddress(config.bind(), config.port()), this::onConnection);
+        port = listener.localAddress().getPort();
+        LOG.info("listening on {}:{} (native protocol v{}{}), password {}", config.bind(), port,
+            ProtocolDescriptor.VERSION, resp != null ? " and RESP" : "", config.password() != null ? "required"
+                : "not set");
+    }
+
+    /** A missing or broken UCX is a reason to serve TCP only, never to fail (unless UCX was required). */
+    private void loadUcx() {
+        try {
+            UcxTransport u = new UcxTransport(new UcxTransport.Context().idleStrategy(config.ucxIdleStrategy()));
+            if (u.isAvailable()) {
+                ucx = u;
+                ucxStatus = "available (idle strategy " + config.ucxIdleStrategy() + ")";
+            } else {
+                ucxStatus = "unavailable: " + u.unavailabilityCause();
+                u.close();
+            }
+        } catch (RuntimeException | LinkageError e) {
+            ucxStatus = "unavailable: " + e;
+        }
+    }
+
+    private Authenticator authenticator() {
+        String password = config.password();
+        if (password == null) {
+            return Authenticator.NONE;
+        }
+        byte[] expected = password.getBytes(StandardCharsets.UTF_8);
+        return credentials -> {
+            if (credentials.length == 0) {
+                return "NOAUTH password required";
+            }
+            return MessageDigest.isEqual(expected, credentials) ? null : "WRONGPASS invalid password";
+        };
+    }
+
+    private MessageHandler onConnection(Connection connection) {
+        if (closed) {
+            connection.close();
+            return new Refused();
+        }
+        if (sessions.size() >= config.maxConnections()) {
+            String text = "ERR max number of clients reached (" + config.maxConnections() + ")";
+            LOG.info("refusing {}: {}", connection.remoteAddress(), text);
+            WireWriter w = new WireWriter(128).header(ProtocolDescriptor.STATUS_ERROR,
+                ProtocolDescriptor.UNSOLICITED_REQUEST_ID).rawString(text);
+            connection.offer(w.message());
+            // Closing at once could discard the error before it is flushed; give it a moment.
+            retry.schedule(connection::close, 200, TimeUnit.MILLISECONDS);
+            return new Refused();
+        }
+        NativeSession s = new NativeSession(this, store, config, connection);
+        sessions.put(s, clientIds.incrementAndGet());
+        connection.attach(s);
+        LOG.debug("native client {} on {}: {}", connection.remoteAddress(), connection.transportName(),
+            connection.selectionReason());
+        return s;
+    }
+
+    /** The handler of a refused connection: ignores everything until it closes. */
+    private static final class Refused implements MessageHandler {
+        @Override
+        public void onMessage(Connection connection, MemorySegment message) {
+        }
+    }
+
+    void sessionClosed(NativeSession s, Throwable cause) {
+        sessions.remove(s);
+        if (cause != null) {
+            LOG.debug("native client {} closed: {}", s.connection().remoteAddress(), cause.toString());
+        }
+    }
+
+    ScheduledExecutorService retryExecutor() {
+        return retry;
+    }
+
+    /** Records one store operation's processing time; wait-free, no allocation. */
+    void recordProcessNanos(long nanos) {
+        processRecorder.recordValue(nanos);
+    }
+
+    /** The port the server listens on (the real one when 0 was configured). */
+    public int port() {
+        return port;
+    }
+
+    /** The store; for tests and embedding. */
+    public Store store() {
+        return store;
+    }
+
+    public ServerConfig config() {
+        return config;
+    }
+
+    /** Native connections open now. */
+    public int nativeConnections() {
+        return sessions.size();
+    }
+
+    /** Whether UCX is loaded and offered to clients. */
+    public boolean ucxAvailable() {
+        return ucx != null;
+    }
+
+    // ---- INFO ----
+
+    private synchronized Histogram processSnapshot() {
+        processHistogram.add(processRecorder.getIntervalHistogram());
+        return processHistogram.copy();
+    }
+
+    private Map<String, Map<String, String>> sections(Connection connection) {
+        Map<String, Map<String, String>> out = new LinkedHashMap<>();
+        Map<String, String> server = new LinkedHashMap<>();
+        server.put("rdmastore_version", VERSION);
+        server.put("native_protocol_version", String.valueOf(ProtocolDescriptor.VERSION));
+        server.put("uptime_in_seconds", String.valueOf((System.currentTimeMillis() - startMillis) / 1000));
+        server.put("bind", config.bind());
+        server.put("tcp_port", String.valueOf(port));
+        server.put("transports", ucx != null ? "tcp,ucx" : "tcp");
+        server.put("ucx", ucxStatus);
+        server.put("native_clients", String.valueOf(sessions.size()));
+        server.put("resp_clients", String.valueOf(resp != null ? resp.connectedClients() : 0));
+        server.put("max_connections", String.valueOf(config.maxConnections()));
+        out.put("server", server);
+        if (connection != null) {
+            Map<String, String> conn = new LinkedHashMap<>();
+            conn.put("transport", connection.transportName());
+            conn.put("transport_reason", connection.selectionReason());
+            conn.put("connection", connection.describe());
+            out.put("connection", conn);
+        }
+        Map<String, String> store = new LinkedHashMap<>();
+        try {
+            StoreStats st = this.store.stats();
+            store.put("keys", String.valueOf(st.keys()));
+            store.put("expires", String.valueOf(st.expires()));
+            store.put("used_offheap_bytes", String.valueOf(st.usedOffHeapBytes()));
+            store.put("log_bytes", String.valueOf(st.logBytes()));
+            store.put("fsync", st.fsync().name().toLowerCase(Locale.ROOT));
+            store.put("changes_since_last_snapshot", String.valueOf(st.changesSinceLastSave()));
+            store.put("last_snapshot", st.lastSnapshotEpochMillis() == 0 ? "never"
+                : Instant.ofEpochMilli(st.lastSnapshotEpochMillis()).toString());
+            store.put("collections", String.valueOf(st.collections()));
+            store.put("documents", String.valueOf(st.documents()));
+        } catch (RuntimeException e) {
+            store.put("error", e.toString());
+        }
+        try {
+            RecoveryReport rr = this.store.recoveryReport();
+            store.put("recovery_records_replayed", String.valueOf(rr.recordsReplayed()));
+            store.put("recovery_torn_tail_bytes_cut", String.valueOf(rr.tornTailBytesCut()));
+            store.put("recovery_millis", String.valueOf(rr.durationMillis()));
+        } catch (RuntimeException e) {
+            store.put("recovery_error", e.toString());
+        }
+        out.put("store", store);
+        Histogram h = processSnapshot();
+        Map<String, String> latency = new LinkedHashMap<>();
+        latency.put("process_count", String.valueOf(h.getTotalCount()));
+        latency.put("process_p50_ns", String.valueOf(h.getValueAtPercentile(50)));
+        latency.put("process_p99_ns", String.valueOf(h.getValueAtPercentile(99)));
+        latency.put("process_p999_ns", String.valueOf(h.getValueAtPercentile(99.9)));
+        latency.put("process_max_ns", String.valueOf(h.getMaxValue()));
+        out.put("latency", latency);
+        return out;
+    }
+
+    /** INFO text for a native connection, Redis style: {@code # Section} headers and {@code name:value} lines. */
+    String info(Connection connection) {
+        StringBuilder sb = new StringBuilder(1024);
+        for (Map.Entry<String, Map<String, String>> s : sections(connection).entrySet()) {
+            sb.append("# ").append(Character.toUpperCase(s.getKey().charAt(0))).append(s.getKey().substring(1))
+                .append("\r\n");
+            for (Map.Entry<String, String> f : s.getValue().entrySet()) {
+                sb.append(f.getKey()).append(':').append(f.getValue().replace('\n', ' ').replace('\r', ' '))
+                    .append("\r\n");
+            }
+            sb.append("\r\n");
+        }
+        return sb.toString();
+    }
+
+    private Map<String, Map<String, String>> respInfo() {
+        Map<String, Map<String, String>> all = sections(null);
+        Map<String, String> rdmastore = new LinkedHashMap<>(all.get("server"));
+        long onUcx = 0;
+        for (NativeSession s : sessions.keySet()) {
+            if (!s.connection().transportName().equals("tcp")) {
+                onUcx++;
+            }
+        }
+        rdmastore.put("native_clients_tcp", String.valueOf(sessions.size() - onUcx));
+        rdmastore.put("native_clients_ucx", String.valueOf(onUcx));
+        rdmastore.putAll(all.get("latency"));
+        return Map.of("rdmastore", rdmastore);
+    }
+
+    private List<RespFace.NativeClient> nativeClients() {
+        List<RespFace.NativeClient> out = new ArrayList<>();
+        long now = System.currentTimeMillis();
+        for (Map.Entry<NativeSession, Long> e : sessions.entrySet()) {
+            Connection c = e.getKey().connection();
+            out.add(new RespFace.NativeClient(e.getValue(), String.valueOf(c.remoteAddress()),
+                config.bind() + ":" + port, c.transportName(), "", (now - e.getKey().createdMillis()) / 1000,
+                c.selectionReason()));
+        }
+        return out;
+    }
+
+    /** CONFIG GET/SET through RESP: the settings are read-only at run time. */
+    private final class ConfigView implements RespFace.ConfigHooks {
+        @Override
+        public Map<String, String> all() {
+            Map<String, String> m = new LinkedHashMap<>();
+            m.put("bind", config.bind());
+            m.put("port", String.valueOf(port));
+            m.put("dir", config.dataDir().toAbsolutePath().toString());
+            m.put("appendfsync", config.fsync().name().toLowerCase(Locale.ROOT));
+            m.put("appendonly", "yes");
+            m.put("maxclients", String.valueOf(config.maxConnections()));
+            m.put("rdmastore-transport", config.transport());
+            m.put("rdmastore-max-key-bytes", String.valueOf(config.maxKeyBytes()));
+            m.put("rdmastore-max-value-bytes", String.valueOf(config.maxValueBytes()));
+            m.put("rdmastore-max-document-bytes", String.valueOf(config.maxDocumentBytes()));
+            return m;
+        }
+
+        @Override
+        public String set(String name, String value) {
+            return all().containsKey(name) ? "CONFIG SET '" + name + "' is not supported at run time; restart with"
+                + " the new setting" : "Unknown option or number of arguments for CONFIG SET - '" + name + "'";
+        }
+    }
+
+    // ---- shutdown ----
+
+    /**
+     * Graceful shutdown: stops accepting, closes connections, flushes the store's log and closes the store.
+     * Idempotent.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        LOG.info("shutting down (port {})", port);
+        if (listener != null) {
+            quietly("listener", listener::close);
+        }
+        for (NativeSession s : sessions.keySet()) {
+            quietly("connection", s.connection()::close);
+        }
+        if (resp != null) {
+            quietly("RESP connections", resp::closeAll);
+        }
+        if (store != null) {
+            quietly("store flush", store::flush);
+            quietly("store", store::close);
+        }
+        if (network != null) {
+            quietly("network", network::close);
+        }
+        if (ucx != null) {
+            quietly("ucx", ucx::close);
+        }
+        if (tcp != null) {
+            quietly("tcp", tcp::close);
+        }
+        if (retry != null) {
+            retry.shutdownNow();
+        }
+        LOG.info("stopped");
+        closedLatch.countDown();
+    }
+
+    private static void quietly(String what, Runnable r) {
+        try {
+            r.run();
+        } catch (RuntimeException e) {
+            LOG.warn("closing {} failed: {}", what, e.toString());
+        }
+    }
+
+    /** Waits until {@link #close()} has finished. */
+    public void awaitClose() throws InterruptedException {
+        closedLatch.await();
+    }
+
+    // ---- command line ----
+
+    /**
+     * Runs a server until SIGTERM/SIGINT, which close it gracefully. Options: {@code --bind ADDR --port N --dir PATH
+     * --fsync always|everysec|no --transport auto|tcp|ucx --password PW --maxclients N --ucx-idle
+     * backoff|spin|yield --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
+     */
+    public static void main(String[] args) throws InterruptedException {
+        ServerConfig config;
+        try {
+            config = parseArgs(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("rdmastore: " + e.getMessage());
+            System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
+                + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
+                + " [--ucx-idle backoff|spin|yield] [--no-resp]");
+            System.exit(2);
+            return;
+        }
+        RdmaStoreServer server = new RdmaStoreServer(config);
+        try {
+            server.start();
+        } catch (RuntimeException e) {
+            System.err.println("rdmastore: cannot start: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
+        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "rdmastore-shutdown"));
+        System.out.println("rdmastore listening on " + config.bind() + ":" + server.port());
+        System.out.flush();
+        server.awaitClose();
+    }
+
+    static ServerConfig parseArgs(String[] args) {
+        ServerConfig c = new ServerConfig();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (a.equals("--no-resp")) {
+                c.resp(false);
+                continue;
+            }
+            if (i + 1 >= args.length) {
+                throw new IllegalArgumentException("option " + a + " needs a value");
+            }
+            String v = args[++i];
+            try {
+                switch (a) {
+                    case "--bind" -> c.bind(v);
+                    case "--port" -> c.port(Integer.parseInt(v));
+                    case "--dir" -> c.dataDir(Path.of(v));
+                    case "--fsync" -> c.fsync(FsyncPolicy.valueOf(v.toUpperCase(Locale.ROOT)));
+                    case "--transport" -> c.transport(v);
+                    case "--password" -> c.password(v);
+                    case "--maxclients" -> c.maxConnections(Integer.parseInt(v));
+                    case "--ucx-idle" -> c.ucxIdleStrategy(v);
+                    default -> throw new IllegalArgumentException("unknown option " + a);
+                }
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("option " + a + " needs a number, got '" + v + "'", e);
+            }
+        }
+        return c.conclude();
+    }
+}

@@ -1,0 +1,266 @@
+package io.rdmastore.server;
+
+import io.rdmastore.store.FsyncPolicy;
+import io.rdmastore.store.StoreConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Objects;
+
+/**
+ * The server's settings, with fluent setters and typed defaults, validated once by {@link #conclude()} when the server
+ * starts. Every setter names its default.
+ *
+ * <p>Threads: configure on one thread, then hand to {@link RdmaStoreServer}; it is not changed afterwards.
+ */
+public final class ServerConfig {
+    /** The default port, shared by the native protocol and RESP. */
+    public static final int DEFAULT_PORT = 7379;
+
+    private String bind = "127.0.0.1";
+    private int port = DEFAULT_PORT;
+    private Path dataDir = Path.of("data");
+    private FsyncPolicy fsync = FsyncPolicy.EVERYSEC;
+    private String transport = "auto";
+    private String password;
+    private int maxKeyBytes = StoreConfig.DEFAULT_MAX_KEY_BYTES;
+    private long maxValueBytes = StoreConfig.DEFAULT_MAX_VALUE_BYTES;
+    private int maxDocumentBytes = StoreConfig.DEFAULT_MAX_DOCUMENT_BYTES;
+    private long maxRequestBytes = -1;
+    private int maxConnections = 10_000;
+    private long maxPendingReplyBytes = 1L << 30;
+    private String ucxIdleStrategy = "backoff";
+    private Duration handshakeTimeout = Duration.ofSeconds(5);
+    private long snapshotLogBytes = StoreConfig.DEFAULT_SNAPSHOT_LOG_BYTES;
+    private boolean resp = true;
+
+    /** Address to bind; default {@code 127.0.0.1} (loopback only) so a fresh server is not exposed. */
+    public ServerConfig bind(String value) {
+        bind = value;
+        return this;
+    }
+
+    /** Port; default 7379; 0 picks a free one ({@link RdmaStoreServer#port()} tells which). */
+    public ServerConfig port(int value) {
+        port = value;
+        return this;
+    }
+
+    /** Directory of the store's log and snapshots; default {@code ./data}. */
+    public ServerConfig dataDir(Path value) {
+        dataDir = value;
+        return this;
+    }
+
+    /** When the log is fsynced: ALWAYS (before a write is acknowledged), EVERYSEC (default), NO. */
+    public ServerConfig fsync(FsyncPolicy value) {
+        fsync = value;
+        return this;
+    }
+
+    /**
+     * {@code auto} (default: offer UCX when it loads and works, serve TCP either way), {@code tcp} (never upgrade) or
+     * {@code ucx} (UCX must be available or the server does not start; clients without UCX are still served on TCP).
+     */
+    public ServerConfig transport(String value) {
+        transport = value;
+        return this;
+    }
+
+    /** Password clients must present in HELLO; default none. Checked before any transport detail leaves the server. */
+    public ServerConfig password(String value) {
+        password = value;
+        return this;
+    }
+
+    /** Largest key (and hash field); default 64 KiB. */
+    public ServerConfig maxKeyBytes(int value) {
+        maxKeyBytes = value;
+        return this;
+    }
+
+    /** Largest string or hash value; default 512 MiB. */
+    public ServerConfig maxValueBytes(long value) {
+        maxValueBytes = value;
+        return this;
+    }
+
+    /** Largest BSON document, filter or update; default 16 MiB. */
+    public ServerConfig maxDocumentBytes(int value) {
+        maxDocumentBytes = value;
+        return this;
+    }
+
+    /** Largest request message; default the value limit plus 1 MiB for the key and header. */
+    public ServerConfig maxRequestBytes(long value) {
+        maxRequestBytes = value;
+        return this;
+    }
+
+    /** Most native connections at once; one more is told "ERR max number of clients reached" and closed. */
+    public ServerConfig maxConnections(int value) {
+        maxConnections = value;
+        return this;
+    }
+
+    /**
+     * Most reply bytes queued for a client that does not read them (back-pressure); past it the connection is closed,
+     * like Redis's client-output-buffer-limit. Default 1 GiB; a single reply is always queued whatever its size.
+     */
+    public ServerConfig maxPendingReplyBytes(long value) {
+        maxPendingReplyBytes = value;
+        return this;
+    }
+
+    /**
+     * Idle strategy of the UCX agent thread: {@code backoff} (default: spin, yield, then park, so an idle server does
+     * not burn a core), {@code spin} or {@code yield}. Passed to {@code UcxTransport.Context.idleStrategy(String)}.
+     */
+    public ServerConfig ucxIdleStrategy(String value) {
+        ucxIdleStrategy = value;
+        return this;
+    }
+
+    /** How long a new connection may take to send a valid HELLO; default 5 s. */
+    public ServerConfig handshakeTimeout(Duration value) {
+        handshakeTimeout = value;
+        return this;
+    }
+
+    /** Log size that triggers an automatic snapshot; default 64 MiB; 0 disables automatic snapshots. */
+    public ServerConfig snapshotLogBytes(long value) {
+        snapshotLogBytes = value;
+        return this;
+    }
+
+    /** Whether the RESP face shares the port; default true. */
+    public ServerConfig resp(boolean value) {
+        resp = value;
+        return this;
+    }
+
+    public String bind() {
+        return bind;
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public Path dataDir() {
+        return dataDir;
+    }
+
+    public FsyncPolicy fsync() {
+        return fsync;
+    }
+
+    public String transport() {
+        return transport;
+    }
+
+    public String password() {
+        return password;
+    }
+
+    public int maxKeyBytes() {
+        return maxKeyBytes;
+    }
+
+    public long maxValueBytes() {
+        return maxValueBytes;
+    }
+
+    public int maxDocumentBytes() {
+        return maxDocumentBytes;
+    }
+
+    public long maxRequestBytes() {
+        return maxRequestBytes;
+    }
+
+    public int maxConnections() {
+        return maxConnections;
+    }
+
+    public long maxPendingReplyBytes() {
+        return maxPendingReplyBytes;
+    }
+
+    public String ucxIdleStrategy() {
+        return ucxIdleStrategy;
+    }
+
+    public Duration handshakeTimeout() {
+        return handshakeTimeout;
+    }
+
+    public long snapshotLogBytes() {
+        return snapshotLogBytes;
+    }
+
+    public boolean resp() {
+        return resp;
+    }
+
+    /**
+     * Validates every setting once and fills derived defaults.
+     *
+     * @throws IllegalArgumentException naming the bad setting and its value
+     */
+    public ServerConfig conclude() {
+        Objects.requireNonNull(bind, "bind");
+        Objects.requireNonNull(dataDir, "dataDir");
+        Objects.requireNonNull(fsync, "fsync");
+        Objects.requireNonNull(handshakeTimeout, "handshakeTimeout");
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("port out of range: " + port);
+        }
+        transport = Objects.requireNonNull(transport, "transport").toLowerCase(Locale.ROOT);
+        if (!transport.equals("auto") && !transport.equals("tcp") && !transport.equals("ucx")) {
+            throw new IllegalArgumentException("transport must be auto, tcp or ucx: " + transport);
+        }
+        ucxIdleStrategy = Objects.requireNonNull(ucxIdleStrategy, "ucxIdleStrategy").toLowerCase(Locale.ROOT);
+        if (!ucxIdleStrategy.equals("backoff") && !ucxIdleStrategy.equals("spin")
+            && !ucxIdleStrategy.equals("yield")) {
+            throw new IllegalArgumentException("ucxIdleStrategy must be backoff, spin or yield: " + ucxIdleStrategy);
+        }
+        if (password != null && password.isEmpty()) {
+            password = null;
+        }
+        positive("maxKeyBytes", maxKeyBytes);
+        positive("maxValueBytes", maxValueBytes);
+        positive("maxDocumentBytes", maxDocumentBytes);
+        positive("maxConnections", maxConnections);
+        positive("maxPendingReplyBytes", maxPendingReplyBytes);
+        if (maxRequestBytes < 0) {
+            maxRequestBytes = Math.max(maxValueBytes, maxDocumentBytes) + (1 << 20);
+        }
+        positive("maxRequestBytes", maxRequestBytes);
+        if (snapshotLogBytes < 0) {
+            throw new IllegalArgumentException("snapshotLogBytes must not be negative: " + snapshotLogBytes);
+        }
+        if (handshakeTimeout.isNegative() || handshakeTimeout.isZero()) {
+            throw new IllegalArgumentException("handshakeTimeout must be positive: " + handshakeTimeout);
+        }
+        return this;
+    }
+
+    private static void positive(String name, long value) {
+        if (value <= 0) {
+            throw new IllegalArgumentException(name + " must be positive: " + value);
+        }
+    }
+
+    /** The store's settings derived from these. */
+    StoreConfig storeConfig() {
+        return new StoreConfig().dataDir(dataDir).fsync(fsync).maxKeyBytes(maxKeyBytes).maxValueBytes(maxValueBytes)
+            .maxDocumentBytes(maxDocumentBytes).snapshotLogBytes(snapshotLogBytes);
+    }
+
+    @Override
+    public String toString() {
+        return "bind=" + bind + " port=" + port + " dataDir=" + dataDir + " fsync=" + fsync + " transport=" + transport
+            + " password=" + (password != null ? "set" : "none") + " maxConnections=" + maxConnections;
+    }
+}
