@@ -84,6 +84,21 @@ public final class WireWriter {
         return this;
     }
 
+    /** Overwrites a byte written earlier at {@code at} (the status, once the outcome is known). */
+    public WireWriter u8At(int at, int v) {
+        array[at] = (byte) v;
+        return this;
+    }
+
+    /** Moves the end of the message back to {@code at}, dropping what was written after it. */
+    public WireWriter truncate(int at) {
+        if (at < 0 || at > position) {
+            throw new IllegalArgumentException("truncate to " + at + " outside 0.." + position);
+        }
+        position = at;
+        return this;
+    }
+
     public WireWriter i64(long v) {
         ensure(8);
         buffer.set(LONG, position, v);
