@@ -1,0 +1,385 @@
+package io.rdmastore.transport.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.handler.codec.LineBasedFrameDecoder;
+import io.rdmastore.transport.ConnectOptions;
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.Listener;
+import io.rdmastore.transport.MessageHandler;
+import io.rdmastore.transport.Network;
+import io.rdmastore.transport.RegisteredMemory;
+import io.rdmastore.transport.RemoteMemory;
+import io.rdmastore.transport.TransportException;
+import io.rdmastore.transport.TransportStatus;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Provider-specific behaviour of {@link TcpTransport} that the TCK cannot see through the SPI. */
+class TcpTransportTest {
+    private static final InetSocketAddress ANY = new InetSocketAddress("127.0.0.1", 0);
+
+    private final Deque<AutoCloseable> cleanup = new ArrayDeque<>();
+
+    @AfterEach
+    void closeEverything() throws Exception {
+        while (!cleanup.isEmpty()) {
+            cleanup.pop().close();
+        }
+    }
+
+    private <T extends AutoCloseable> T track(T resource) {
+        cleanup.push(resource);
+        return resource;
+    }
+
+    /** Echoes each message from the event loop (small messages only: a full queue would drop the echo). */
+    private static final MessageHandler ECHO = (c, m) -> c.offer(m);
+
+    @Test
+    @Timeout(30)
+    void foreignProtocolSharesThePortWithNativeClients() throws Exception {
+        AtomicInteger activations = new AtomicInteger();
+        TcpTransport server = track(new TcpTransport(new TcpTransport.Context().foreignProtocol(p -> p.addLast(
+            new LineBasedFrameDecoder(1024),
+            new SimpleChannelInboundHandler<ByteBuf>() {
+                @Override
+                public void channelActive(ChannelHandlerContext ctx) {
+                    activations.incrementAndGet();
+                }
+
+                @Override
+                protected void channelRead0(ChannelHandlerContext ctx, ByteBuf line) {
+                    String reply = "+" + line.toString(StandardCharsets.US_ASCII) + "\r\n";
+                    ctx.writeAndFlush(Unpooled.copiedBuffer(reply, StandardCharsets.US_ASCII));
+                }
+            }))));
+        Network serverNet = track(new Network(new Network.Context().carrier(server)
+            .handshakeTimeout(Duration.ofSeconds(2))));
+        InetSocketAddress addr = track(serverNet.listen(ANY, c -> ECHO)).localAddress();
+
+        try (Socket a = new Socket(); Socket b = new Socket(); Socket r = new Socket()) {
+            for (Socket s : new Socket[] {a, b, r}) {
+                s.connect(addr, 5000);
+                s.setSoTimeout(5000);
+            }
+            // Fewer than 4 bytes first: 'P' cannot start the preface, so the decision is made at once.
+            write(a, "PI");
+            Thread.sleep(50);
+            write(a, "NG\r\n");
+            assertEquals("+PING\r\n", readLine(a.getInputStream()));
+            // Starts like the preface, then departs from it: every byte already read still reaches the foreign side.
+            write(r, "RDM");
+            Thread.sleep(50);
+            write(r, "X tail\n");
+            assertEquals("+RDMX tail\r\n", readLine(r.getInputStream()));
+            // A native client on the same port meanwhile.
+            Network clientNet = track(new Network(new Network.Context().carrier(track(new TcpTransport()))));
+            BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
+            Connection c = track(clientNet.connect(addr, (conn, m) -> got.add(m.toArray(ValueLayout.JAVA_BYTE)),
+                ConnectOptions.DEFAULT));
+            assertEquals("tcp", c.transportName());
+            c.send(MemorySegment.ofArray("native".getBytes(StandardCharsets.UTF_8)), Duration.ofSeconds(5));
+            assertArrayEquals("native".getBytes(StandardCharsets.UTF_8), got.poll(5, TimeUnit.SECONDS));
+            write(b, "*1\r\n");
+            assertEquals("+*1\r\n", readLine(b.getInputStream()));
+            write(a, "again\n");
+            assertEquals("+again\r\n", readLine(a.getInputStream()));
+        }
+        assertEquals(3, activations.get(), "each foreign connection sees channelActive once");
+    }
+
+    @Test
+    @Timeout(30)
+    void badPrefaceWithoutForeignProtocolGetsOneErrorLine() throws Exception {
+        TcpTransport server = track(new TcpTransport());
+        InetSocketAddress addr = track(server.listen(ANY, c -> ECHO)).localAddress();
+        try (Socket s = new Socket()) {
+            s.connect(addr, 5000);
+            s.setSoTimeout(5000);
+            write(s, "PING\r\n");
+            assertEquals("-ERR not an rdmastore native connection: bad preface\r\n",
+                new String(s.getInputStream().readAllBytes(), StandardCharsets.US_ASCII));
+        }
+    }
+
+    @Test
+    @Timeout(30)
+    void silentConnectionIsClosedAfterThePrefaceTimeOut() throws Exception {
+        TcpTransport server = track(new TcpTransport(new TcpTransport.Context()
+            .prefaceTimeout(Duration.ofMillis(200))));
+        InetSocketAddress addr = track(server.listen(ANY, c -> ECHO)).localAddress();
+        try (Socket s = new Socket()) {
+            s.connect(addr, 5000);
+            s.setSoTimeout(5000);
+            write(s, "RD");
+            long start = System.nanoTime();
+            assertEquals(-1, s.getInputStream().read(), "expected the server to close the connection");
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(4));
+        }
+    }
+
+    @Test
+    @Timeout(30)
+    void describeNamesFlavourAndBothEnds() throws Exception {
+        for (boolean nativeTransport : new boolean[] {true, false}) {
+            TcpTransport server = track(new TcpTransport(new TcpTransport.Context().nativeTransport(nativeTransport)));
+            TcpTransport client = track(new TcpTransport(new TcpTransport.Context().nativeTransport(nativeTransport)));
+            CompletableFuture<Connection> accepted = new CompletableFuture<>();
+            InetSocketAddress addr = track(server.listen(ANY, c -> {
+                accepted.complete(c);
+                return ECHO;
+            })).localAddress();
+            BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
+            Connection c = track(client.connect(addr, (conn, m) -> got.add(m.toArray(ValueLayout.JAVA_BYTE)),
+                Duration.ofSeconds(5)));
+            c.send(MemorySegment.ofArray(new byte[] {42}), Duration.ofSeconds(5));
+            assertArrayEquals(new byte[] {42}, got.poll(5, TimeUnit.SECONDS));
+            String flavour = client.flavor();
+            assertTrue(nativeTransport || flavour.equals("nio"), flavour);
+            Connection s = accepted.get(5, TimeUnit.SECONDS);
+            int clientPort = ((InetSocketAddress) s.remoteAddress()).getPort();
+            assertEquals("tcp (" + flavour + ") 127.0.0.1:" + clientPort + " -> 127.0.0.1:" + addr.getPort(),
+                c.describe());
+            assertEquals("tcp (" + server.flavor() + ") 127.0.0.1:" + addr.getPort() + " -> 127.0.0.1:"
+                + clientPort, s.describe());
+            assertEquals("tcp", c.transportName());
+            assertEquals("carrier", c.selectionReason());
+            assertTrue(server.isAvailable());
+            assertNull(server.unavailabilityCause());
+        }
+    }
+
+    @Test
+    @Timeout(30)
+    void tooLargeIsRefusedLocallyAndOversizeFromPeerClosesWithReason() throws Exception {
+        TcpTransport server = track(new TcpTransport(new TcpTransport.Context().maxMessageLength(1024)));
+        TcpTransport client = track(new TcpTransport());
+        CountDownLatch serverClosed = new CountDownLatch(1);
+        AtomicInteger delivered = new AtomicInteger();
+        InetSocketAddress addr = track(server.listen(ANY, c -> new MessageHandler() {
+            @Override
+            public void onMessage(Connection connection, MemorySegment message) {
+                delivered.incrementAndGet();
+                assertEquals(TransportStatus.TOO_LARGE, connection.offer(MemorySegment.ofArray(new byte[1025])));
+                connection.offer(message);
+            }
+
+            @Override
+            public void onClose(Connection connection, Throwable cause) {
+                serverClosed.countDown();
+            }
+        })).localAddress();
+        AtomicReference<Throwable> clientCause = new AtomicReference<>();
+        CountDownLatch clientClosed = new CountDownLatch(1);
+        BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
+        Connection c = track(client.connect(addr, new MessageHandler() {
+            @Override
+            public void onMessage(Connection connection, MemorySegment message) {
+                got.add(message.toArray(ValueLayout.JAVA_BYTE));
+            }
+
+            @Override
+            public void onClose(Connection connection, Throwable cause) {
+                clientCause.set(cause);
+                clientClosed.countDown();
+            }
+        }, Duration.ofSeconds(5)));
+        c.send(MemorySegment.ofArray(new byte[1024]), Duration.ofSeconds(5));
+        assertEquals(1024, got.poll(5, TimeUnit.SECONDS).length);
+        c.send(MemorySegment.ofArray(new byte[2048]), Duration.ofSeconds(5));
+        assertTrue(clientClosed.await(5, TimeUnit.SECONDS), "client not closed after an oversize message");
+        assertTrue(serverClosed.await(5, TimeUnit.SECONDS));
+        assertEquals(1, delivered.get(), "the oversize message must not be delivered");
+        assertInstanceOf(TransportException.class, clientCause.get());
+        assertTrue(clientCause.get().getMessage().contains("exceeds the maximum of 1024"),
+            clientCause.get().getMessage());
+        assertEquals(TransportStatus.CLOSED, c.offer(MemorySegment.ofArray(new byte[1])));
+    }
+
+    @Test
+    @Timeout(60)
+    void ownerChecksRegionsAndBoundsItself() throws Exception {
+        TcpTransport server = track(new TcpTransport(new TcpTransport.Context().oneSidedChunkLength(64 * 1024)));
+        TcpTransport client = track(new TcpTransport());
+        Arena arena = track(Arena.ofShared());
+        MemorySegment owned = arena.allocate(1 << 20);
+        for (int i = 0; i < owned.byteSize(); i++) {
+            owned.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31));
+        }
+        CompletableFuture<RegisteredMemory> region = new CompletableFuture<>();
+        InetSocketAddress addr = track(server.listen(ANY, conn -> {
+            RegisteredMemory r = conn.register(owned);
+            region.complete(r);
+            conn.offer(MemorySegment.ofArray(r.descriptor()));
+            return ECHO;
+        })).localAddress();
+        BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
+        Connection c = track(client.connect(addr, (conn, m) -> got.add(m.toArray(ValueLayout.JAVA_BYTE)),
+            Duration.ofSeconds(5)));
+        byte[] descriptor = got.poll(5, TimeUnit.SECONDS);
+        assertNotNull(descriptor);
+        MemorySegment localSegment = arena.allocate(4 << 20);
+        RegisteredMemory local = c.register(localSegment);
+
+        // Many chunks, window-limited: the server's chunk limit is 64 KiB, the client's 1 MiB.
+        TcpTransport small = track(new TcpTransport(new TcpTransport.Context().oneSidedChunkLength(16 * 1024)
+            .oneSidedWindow(2)));
+        BlockingQueue<byte[]> got2 = new LinkedBlockingQueue<>();
+        Connection c2 = track(small.connect(addr, (conn, m) -> got2.add(m.toArray(ValueLayout.JAVA_BYTE)),
+            Duration.ofSeconds(5)));
+        RemoteMemory remote2 = c2.remoteMemory(got2.poll(5, TimeUnit.SECONDS));
+        RegisteredMemory local2 = c2.register(localSegment);
+        c2.read(remote2, 3, local2, 5, owned.byteSize() - 3).get(30, TimeUnit.SECONDS);
+        assertEquals(-1, MemorySegment.mismatch(owned, 3, owned.byteSize(), localSegment, 5,
+            5 + owned.byteSize() - 3));
+
+        // A descriptor that claims more than the owner registered: the owner refuses, the connection lives on.
+        ByteBuffer forged = ByteBuffer.wrap(descriptor.clone());
+        forged.putLong(5, 2L << 20);
+        RemoteMemory tooLong = c.remoteMemory(forged.array());
+        ExecutionException e = assertThrows(ExecutionException.class,
+            () -> c.read(tooLong, (1 << 20) - 10, local, 0, 100).get(5, TimeUnit.SECONDS));
+        assertTrue(e.getCause().getMessage().contains("outside region"), e.getCause().getMessage());
+        // A chunk larger than the owner's limit.
+        e = assertThrows(ExecutionException.class,
+            () -> c.read(tooLong, 0, local, 0, 1 << 20).get(5, TimeUnit.SECONDS));
+        assertTrue(e.getCause().getMessage().contains("exceeds the limit"), e.getCause().getMessage());
+        // An unknown region id.
+        ByteBuffer unknown = ByteBuffer.wrap(descriptor.clone());
+        unknown.putInt(1, 999);
+        e = assertThrows(ExecutionException.class,
+            () -> c.write(local, 0, c.remoteMemory(unknown.array()), 0, 10).get(5, TimeUnit.SECONDS));
+        assertTrue(e.getCause().getMessage().contains("unknown or closed region 999"), e.getCause().getMessage());
+        // A deregistered region.
+        RemoteMemory remote = c.remoteMemory(descriptor);
+        c.read(remote, 0, local, 0, 1000).get(5, TimeUnit.SECONDS);
+        region.get().close();
+        e = assertThrows(ExecutionException.class, () -> c.read(remote, 0, local, 0, 10).get(5, TimeUnit.SECONDS));
+        assertTrue(e.getCause().getMessage().contains("unknown or closed region"), e.getCause().getMessage());
+        // Bad descriptors are refused with a clear error.
+        TransportException bad = assertThrows(TransportException.class, () -> c.remoteMemory(new byte[3]));
+        assertTrue(bad.getMessage().contains("not a tcp memory descriptor"), bad.getMessage());
+        // Still usable.
+        assertTrue(c.isOpen());
+        c.send(MemorySegment.ofArray(new byte[] {7}), Duration.ofSeconds(5));
+        assertArrayEquals(new byte[] {7}, got.poll(5, TimeUnit.SECONDS));
+        c2.close();
+        c.close();
+    }
+
+    @Test
+    @Timeout(30)
+    void pendingOneSidedOperationsFailWhenTheConnectionCloses() throws Exception {
+        TcpTransport server = track(new TcpTransport());
+        TcpTransport client = track(new TcpTransport());
+        Arena arena = track(Arena.ofShared());
+        MemorySegment owned = arena.allocate(32 << 20);
+        CountDownLatch stall = new CountDownLatch(1);
+        InetSocketAddress addr = track(server.listen(ANY, conn -> {
+            conn.offer(MemorySegment.ofArray(conn.register(owned).descriptor()));
+            return (cc, m) -> {
+                try {
+                    // Holds the owner's event loop so the read cannot be served before the close.
+                    stall.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+        })).localAddress();
+        BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
+        Connection c = track(client.connect(addr, (conn, m) -> got.add(m.toArray(ValueLayout.JAVA_BYTE)),
+            Duration.ofSeconds(5)));
+        RemoteMemory remote = c.remoteMemory(got.poll(5, TimeUnit.SECONDS));
+        RegisteredMemory local = c.register(arena.allocate(32 << 20));
+        c.send(MemorySegment.ofArray(new byte[1]), Duration.ofSeconds(5));
+        CompletableFuture<Void> read = c.read(remote, 0, local, 0, 32 << 20);
+        Thread.sleep(100);
+        assertFalse(read.isDone());
+        c.close();
+        stall.countDown();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> read.get(5, TimeUnit.SECONDS));
+        assertTrue(e.getCause().getMessage().contains("connection closed"), e.getCause().getMessage());
+        ExecutionException after = assertThrows(ExecutionException.class,
+            () -> c.read(remote, 0, local, 0, 10).get(5, TimeUnit.SECONDS));
+        assertTrue(after.getCause().getMessage().contains("closed"), after.getCause().getMessage());
+    }
+
+    @Test
+    @Timeout(30)
+    void contextRejectsBadValuesAndClosedTransportRefusesWork() {
+        assertThrows(IllegalArgumentException.class, () -> new TcpTransport(new TcpTransport.Context().ioThreads(0)));
+        assertThrows(IllegalArgumentException.class,
+            () -> new TcpTransport(new TcpTransport.Context().maxMessageLength(0)));
+        assertThrows(IllegalArgumentException.class,
+            () -> new TcpTransport(new TcpTransport.Context().writeBufferWaterMarks(10, 5)));
+        assertThrows(IllegalArgumentException.class,
+            () -> new TcpTransport(new TcpTransport.Context().prefaceTimeout(Duration.ZERO)));
+        assertThrows(IllegalArgumentException.class,
+            () -> new TcpTransport(new TcpTransport.Context().oneSidedChunkLength(0)));
+        TcpTransport t = new TcpTransport();
+        Listener l = t.listen(ANY, c -> ECHO);
+        t.close();
+        t.close();
+        TransportException e = assertThrows(TransportException.class, () -> t.listen(ANY, c -> ECHO));
+        assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        l.close();
+        TcpTransport other = track(new TcpTransport());
+        TransportException refused = assertThrows(TransportException.class,
+            () -> other.connect(l.localAddress(), ECHO, Duration.ofSeconds(2)));
+        assertTrue(refused.getMessage().startsWith("cannot connect to"), refused.getMessage());
+    }
+
+    private static void write(Socket s, String text) throws IOException {
+        OutputStream out = s.getOutputStream();
+        out.write(text.getBytes(StandardCharsets.US_ASCII));
+        out.flush();
+    }
+
+    private static String readLine(InputStream in) throws IOException {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        int ch;
+        while ((ch = in.read()) >= 0) {
+            b.write(ch);
+            if (ch == '\n') {
+                break;
+            }
+        }
+        return b.toString(StandardCharsets.US_ASCII);
+    }
+}
