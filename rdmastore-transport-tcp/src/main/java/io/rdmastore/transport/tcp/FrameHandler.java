@@ -164,6 +164,12 @@ final class FrameHandler extends ByteToMessageDecoder {
 
     private void frame(ByteBuf in) {
         int readable = in.readableBytes();
+        if (connection.closing()) {
+            // Closed by this side: what the peer sent afterwards is not delivered.
+            state = State.DISCARD;
+            in.skipBytes(readable);
+            return;
+        }
         if (readable < 4) {
             return;
         }

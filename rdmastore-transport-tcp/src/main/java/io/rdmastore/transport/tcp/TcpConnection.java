@@ -305,7 +305,13 @@ final class TcpConnection implements Connection {
                 }
                 MessageHandler h = handler;
                 if (h != null) {
-                    h.onMessage(this, view(in, body, length).asReadOnly());
+                    try {
+                        h.onMessage(this, view(in, body, length).asReadOnly());
+                    } catch (RuntimeException e) {
+                        // A handler that throws has lost track of this connection's state: close rather than go on.
+                        LOG.warn("{}: message handler threw, closing the connection", describe(), e);
+                        failure(new TransportException("message handler failed: " + e, e));
+                    }
                 }
                 return null;
             }
@@ -466,6 +472,7 @@ final class TcpConnection implements Connection {
         if (closeCause == null) {
             closeCause = cause;
         }
+        closed = true;
         channel.close();
     }
 
@@ -494,6 +501,11 @@ final class TcpConnection implements Connection {
                 closeFuture.complete(null);
             }
         }
+    }
+
+    /** Whether this side closed (or is closing) the connection; frames still buffered are then dropped. */
+    boolean closing() {
+        return closed;
     }
 
     @Override

@@ -2,9 +2,23 @@ package io.rdmastore.transport.tcp;
 
 import io.rdmastore.transport.Network;
 import io.rdmastore.transport.tck.TransportTck;
+import org.junit.jupiter.api.AfterAll;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /** The transport conformance suite over the TCP provider. */
 class TcpTransportTckTest extends TransportTck {
+    static {
+        NettyLeaks.install();
+    }
+
+    @AfterAll
+    static void noBufferLeaked() throws InterruptedException {
+        assertEquals(List.of(), NettyLeaks.collect(), "Netty buffers leaked");
+    }
+
     @Override
     protected Network newServerNetwork() {
         return TcpTckNetworks.server();

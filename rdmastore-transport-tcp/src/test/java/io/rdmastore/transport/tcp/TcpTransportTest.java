@@ -14,6 +14,7 @@ import io.rdmastore.transport.RegisteredMemory;
 import io.rdmastore.transport.RemoteMemory;
 import io.rdmastore.transport.TransportException;
 import io.rdmastore.transport.TransportStatus;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -32,6 +33,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -52,6 +54,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Provider-specific behaviour of {@link TcpTransport} that the TCK cannot see through the SPI. */
 class TcpTransportTest {
+    static {
+        NettyLeaks.install();
+    }
+
+    @AfterAll
+    static void noBufferLeaked() throws InterruptedException {
+        assertEquals(List.of(), NettyLeaks.collect(), "Netty buffers leaked");
+    }
+
     private static final InetSocketAddress ANY = new InetSocketAddress("127.0.0.1", 0);
 
     private final Deque<AutoCloseable> cleanup = new ArrayDeque<>();
