@@ -58,8 +58,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     volatile String name = "";
     volatile String libName = "";
     volatile String libVersion = "";
-    volatile String lastCommand = "NULL";
-    volatile long lastInteractionMillis = createdMillis;
+    // written by the event loop per command, read racily by CLIENT LIST on other loops: staleness is harmless
+    String lastCommand = "NULL";
+    long lastInteractionMillis = createdMillis;
     private long commandsInBatch;
     volatile long commandsTotal;
     volatile String remote = "?";
@@ -114,6 +115,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             in.release();
             return;
         }
+        lastInteractionMillis = System.currentTimeMillis();
         cum = cum == null ? in : ByteToMessageDecoder.MERGE_CUMULATOR.cumulate(ctx.alloc(), cum, in);
         try {
             decode();
@@ -367,16 +369,36 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     private void dispatch() {
         commandsInBatch++;
-        lastInteractionMillis = System.currentTimeMillis();
         try {
             face.commands.execute(this, argv, argc);
         } catch (StoreException e) {
-            String m = e.getMessage();
-            out().error(m != null && !m.isEmpty() && Character.isUpperCase(m.charAt(0)) && m.indexOf(' ') > 0
-                && m.substring(0, m.indexOf(' ')).chars().allMatch(Character::isUpperCase) ? m : "ERR " + m);
+            out().error(errorText(e.getMessage()));
+        } catch (RuntimeException e) {
+            // A bug or an unexpected store failure: the client gets an error, the connection and server live on.
+            LOG.warn("RESP client {} at {}: command {} failed", id, remote, lastCommand, e);
+            out().error("ERR internal error: " + e);
         }
         Arrays.fill(argv, 0, argc, null);
         argc = 0;
+    }
+
+    /** Store messages carry Redis's text; those without an error code ("WRONGTYPE ...") get "ERR ". */
+    static String errorText(String m) {
+        if (m == null || m.isEmpty()) {
+            return "ERR unknown error";
+        }
+        int sp = m.indexOf(' ');
+        if (sp > 0) {
+            boolean code = true;
+            for (int i = 0; i < sp && code; i++) {
+                char ch = m.charAt(i);
+                code = ch >= 'A' && ch <= 'Z';
+            }
+            if (code) {
+                return m;
+            }
+        }
+        return "ERR " + m;
     }
 
     private void addArg(byte[] arg) {
