@@ -1,0 +1,405 @@
+package io.rdmastore.transport.ucx;
+
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MessageHandler;
+import io.rdmastore.transport.TransportException;
+import io.rdmastore.transport.TransportStatus;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.openucx.jucx.UcxCallback;
+import org.openucx.jucx.ucp.UcpEndpoint;
+import org.openucx.jucx.ucp.UcpRemoteKey;
+import org.openucx.jucx.ucp.UcpRequest;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.zip.CRC32C;
+
+import static io.rdmastore.transport.ucx.RingDescriptor.ACK_OFFSET;
+import static io.rdmastore.transport.ucx.RingDescriptor.FIRST;
+import static io.rdmastore.transport.ucx.RingDescriptor.FOOTER;
+import static io.rdmastore.transport.ucx.RingDescriptor.HEADER;
+import static io.rdmastore.transport.ucx.RingDescriptor.LAST;
+import static io.rdmastore.transport.ucx.RingDescriptor.MIN_FRAME;
+import static io.rdmastore.transport.ucx.RingDescriptor.PAD;
+import static io.rdmastore.transport.ucx.RingDescriptor.PRESENT;
+import static io.rdmastore.transport.ucx.RingDescriptor.WHOLE;
+import static io.rdmastore.transport.ucx.RingDescriptor.frameLength;
+
+/**
+ * A connection whose messages travel as frames put one-sided into the peer's ring ({@link RingDescriptor}).
+ *
+ * <p>Memory of the slot: {@code [receive ring: C][send mirror: C][credit word: 8][credit stage: 8]}. The sender composes
+ * each frame in its mirror at the offset it will have in the peer's ring and puts that range; the mirror bytes are not
+ * touched again until the peer's credit says the frame was consumed, so a put never reads memory being rewritten.
+ *
+ * <p>Threads: everything except the {@link io.rdmastore.transport.Connection} methods runs on the driver thread.
+ */
+final class UcxConnection extends UcxConnectionBase {
+    private final boolean flushFooter;
+    private int capacity;
+    private int mask;
+    private int maxFrame;
+    private UnsafeBuffer ring;
+    private ByteBuffer ringBytes;
+    private MemorySegment ringSegment;
+    private UnsafeBuffer mirror;
+    private ByteBuffer mirrorBytes;
+    private MemorySegment mirrorSegment;
+    private long mirrorAddress;
+    private UnsafeBuffer credit;
+    private long creditAddress;
+    private long creditStageAddress;
+    private final CRC32C crc = new CRC32C();
+
+    private long remoteRing;
+    private long remoteCredit;
+    private UcpRemoteKey remoteKey;
+    private boolean remoteKnown;
+
+    // receive side
+    private long head;
+    private int expectedSeq = 1;
+    private long lastAckSent;
+    private boolean creditInFlight;
+    private MemorySegment assembly;
+    private long assembled;
+    private boolean assembling;
+
+    // send side
+    private long tail;
+    private int sendSeq = 1;
+    private long peerHead;
+    private byte[] current;
+    private int currentOffset;
+
+    private final UcxCallback creditDone = new UcxCallback() {
+        @Override
+        public void onSuccess(UcpRequest request) {
+            creditInFlight = false;
+        }
+
+        @Override
+        public void onError(int status, String message) {
+            creditInFlight = false;
+        }
+    };
+
+    UcxConnection(UcxTransport transport, Connection control, MessageHandler handler, String reason,
+                  UcxTransport.Peer peer) {
+        super(transport, control, handler, reason, peer);
+        this.flushFooter = transport.context().flushFooter();
+    }
+
+    @Override
+    void attachLocal(int slot, long slotAddress, UcpEndpoint ep) {
+        this.slot = slot;
+        this.slotAddress = slotAddress;
+        this.ep = ep;
+        int cap = transport.ringCapacity();
+        creditAddress = slotAddress + 2L * cap;
+        creditStageAddress = creditAddress + 8;
+        credit = new UnsafeBuffer(creditAddress, 16);
+    }
+
+    @Override
+    byte[] offer(byte[] regionKey) {
+        return ByteBuffer.allocate(8 + 4 + 8 + 1 + 4 + regionKey.length).putLong(slotAddress)
+            .putInt(transport.ringCapacity()).putLong(creditAddress).put((byte) (flushFooter ? 1 : 0))
+            .putInt(regionKey.length).put(regionKey).array();
+    }
+
+    @Override
+    void attachRemote(byte[] offer) {
+        ByteBuffer b = ByteBuffer.wrap(offer);
+        remoteRing = b.getLong();
+        int remoteCapacity = b.getInt();
+        remoteCredit = b.getLong();
+        boolean remoteFlush = b.get() == 1;
+        byte[] key = new byte[b.getInt()];
+        b.get(key);
+        if (remoteFlush != flushFooter) {
+            throw new TransportException("peers disagree on the ring footer mode (crc vs flush)");
+        }
+        if (Integer.bitCount(remoteCapacity) != 1 || remoteCapacity < 4096) {
+            throw new TransportException("peer announced a bad ring capacity " + remoteCapacity);
+        }
+        capacity = Math.min(remoteCapacity, transport.ringCapacity());
+        mask = capacity - 1;
+        maxFrame = capacity / 4 - MIN_FRAME;
+        ringSegment = MemorySegment.ofAddress(slotAddress).reinterpret(capacity);
+        ring = new UnsafeBuffer(slotAddress, capacity);
+        ringBytes = ringSegment.asByteBuffer();
+        mirrorAddress = slotAddress + transport.ringCapacity();
+        mirrorSegment = MemorySegment.ofAddress(mirrorAddress).reinterpret(capacity);
+        mirror = new UnsafeBuffer(mirrorAddress, capacity);
+        mirrorBytes = mirrorSegment.asByteBuffer();
+        remoteKey = ep.unpackRemoteKey(ByteBuffer.allocateDirect(key.length).put(key).flip());
+        remoteKnown = true;
+    }
+
+    @Override
+    String wire() {
+        return "ring " + (capacity >> 10) + " KiB";
+    }
+
+    @Override
+    int maxFramePayload() {
+        return maxFrame;
+    }
+
+    @Override
+    long pendingLimit() {
+        return 2L * capacity;
+    }
+
+    @Override
+    boolean hasPending() {
+        return current != null || !pending.isEmpty();
+    }
+
+    // ---- receive ----
+
+    @Override
+    int poll() {
+        if (!remoteKnown) {
+            return 0;
+        }
+        int work = 0;
+        for (int i = 0; i < 64; i++) {
+            int pos = (int) (head & mask);
+            int toEnd = capacity - pos;
+            if (toEnd < MIN_FRAME) {
+                head += toEnd;
+                continue;
+            }
+            long word = ring.getLongVolatile(pos);
+            int flags = (int) (word >>> 32);
+            if (flags == 0) {
+                break;
+            }
+            int length = (int) word;
+            if (length < 0 || length > maxFrame || pos + frameLength(length) > capacity) {
+                break; // the header itself is still landing
+            }
+            int frame = frameLength(length);
+            int footer = pos + frame - FOOTER;
+            if (ring.getIntVolatile(footer) != expectedSeq) {
+                break;
+            }
+            if (!flushFooter && ring.getInt(footer + 4) != crc(ringBytes, pos, footer + 4)) {
+                break; // torn: some bytes have not landed yet
+            }
+            long ack = ring.getLong(pos + ACK_OFFSET);
+            if (ack > peerHead && ack <= tail) {
+                peerHead = ack;
+            }
+            expectedSeq = next(expectedSeq);
+            if ((flags & PAD) != 0) {
+                ring.setMemory(pos, frame, (byte) 0);
+                head += toEnd;
+                continue;
+            }
+            receive(pos + HEADER, length, flags);
+            ring.setMemory(pos, frame, (byte) 0);
+            head += frame;
+            work++;
+            if (!isOpen()) {
+                return work;
+            }
+        }
+        if (head - lastAckSent >= capacity >> 2 && !creditInFlight && ep != null) {
+            sendCredit();
+        }
+        if (hasPending()) {
+            drainPending();
+        }
+        return work;
+    }
+
+    private void receive(int offset, int length, int flags) {
+        if ((flags & WHOLE) == WHOLE && !assembling) {
+            deliver(ringSegment.asSlice(offset, length));
+            return;
+        }
+        if ((flags & FIRST) != 0) {
+            assembling = true;
+            assembled = 0;
+        }
+        if (!assembling) {
+            close(new TransportException("fragment without a first frame"));
+            return;
+        }
+        long need = assembled + length;
+        if (assembly == null || assembly.byteSize() < need) {
+            long size = Math.max(need, assembly == null ? 1 << 20 : assembly.byteSize() * 2);
+            MemorySegment bigger = Arena.ofAuto().allocate(Math.min(size, Math.max(need, maxMessageLength())));
+            if (assembly != null) {
+                MemorySegment.copy(assembly, 0, bigger, 0, assembled);
+            }
+            assembly = bigger;
+        }
+        MemorySegment.copy(ringSegment, offset, assembly, assembled, length);
+        assembled = need;
+        if ((flags & LAST) != 0) {
+            assembling = false;
+            deliver(assembly.asSlice(0, assembled));
+        }
+    }
+
+    private void sendCredit() {
+        int position = (int) head;
+        new UnsafeBuffer(creditStageAddress, 8).putLong(0, (position & 0xFFFFFFFFL) | ((long) ~position << 32));
+        creditInFlight = true;
+        lastAckSent = head;
+        UcpRequest r = ep.putNonBlocking(creditStageAddress, 8, remoteCredit, remoteKey, creditDone);
+        if (r == null) {
+            creditInFlight = false;
+        }
+    }
+
+    private void refreshPeerHead() {
+        long word = credit.getLongVolatile(0);
+        int position = (int) word;
+        if ((int) (word >>> 32) != ~position || word == 0) {
+            return;
+        }
+        long candidate = (tail & ~0xFFFFFFFFL) | (position & 0xFFFFFFFFL);
+        if (candidate > tail) {
+            candidate -= 1L << 32;
+        }
+        if (candidate > peerHead) {
+            peerHead = candidate;
+        }
+    }
+
+    private int crc(ByteBuffer bytes, int from, int to) {
+        crc.reset();
+        bytes.clear().position(from).limit(to);
+        crc.update(bytes);
+        return (int) crc.getValue();
+    }
+
+    private static int next(int seq) {
+        int n = seq + 1;
+        return n == 0 ? 1 : n;
+    }
+
+    // ---- send ----
+
+    @Override
+    int sendNow(MemorySegment message, long offset, int length) {
+        if (length > maxFrame) {
+            return TransportStatus.BACK_PRESSURED;
+        }
+        return writeFrame(message, offset, length, WHOLE);
+    }
+
+    @Override
+    int drainPending() {
+        while (true) {
+            if (current == null) {
+                current = pending.poll();
+                currentOffset = 0;
+                if (current == null) {
+                    return 0;
+                }
+            }
+            MemorySegment m = MemorySegment.ofArray(current);
+            while (true) {
+                int remaining = current.length - currentOffset;
+                int chunk = Math.min(remaining, maxFrame);
+                int flags = (currentOffset == 0 ? FIRST : 0) | (chunk == remaining ? LAST : 0);
+                int status = writeFrame(m, currentOffset, chunk, flags);
+                if (status == TransportStatus.BACK_PRESSURED) {
+                    return 1;
+                }
+                if (status < 0) {
+                    current = null;
+                    return 0;
+                }
+                currentOffset += chunk;
+                if (currentOffset == current.length) {
+                    pendingBytes.addAndGet(-current.length);
+                    current = null;
+                    break;
+                }
+            }
+        }
+    }
+
+    private int writeFrame(MemorySegment src, long srcOffset, int length, int flags) {
+        UcpEndpoint e = ep;
+        if (e == null || !isOpen()) {
+            return TransportStatus.CLOSED;
+        }
+        int frame = frameLength(length);
+        int pos = (int) (tail & mask);
+        int toEnd = capacity - pos;
+        long need = toEnd < frame ? toEnd + frame : frame;
+        if (tail + need - peerHead > capacity) {
+            refreshPeerHead();
+            if (tail + need - peerHead > capacity) {
+                return TransportStatus.BACK_PRESSURED;
+            }
+        }
+        if (toEnd < frame) {
+            if (toEnd >= MIN_FRAME) {
+                compose(pos, 0, PAD);
+                put(e, pos, MIN_FRAME);
+            }
+            tail += toEnd;
+            pos = 0;
+        }
+        mirror.putLong(pos + frame - FOOTER - 8, 0L); // zero the alignment padding before the footer
+        MemorySegment.copy(src, srcOffset, mirrorSegment, pos + HEADER, length);
+        compose(pos, length, flags);
+        put(e, pos, frame);
+        tail += frame;
+        return TransportStatus.OK;
+    }
+
+    /** Writes header and footer of a frame whose payload is already in the mirror. */
+    private void compose(int pos, int length, int flags) {
+        mirror.putInt(pos, length);
+        mirror.putInt(pos + 4, flags | PRESENT);
+        mirror.putLong(pos + ACK_OFFSET, head);
+        lastAckSent = head;
+        int footer = pos + frameLength(length) - FOOTER;
+        mirror.putInt(footer, sendSeq);
+        mirror.putInt(footer + 4, flushFooter ? 0 : crc(mirrorBytes, pos, footer + 4));
+        sendSeq = next(sendSeq);
+    }
+
+    private void put(UcpEndpoint e, int pos, int frame) {
+        if (!flushFooter) {
+            e.putNonBlockingImplicit(mirrorAddress + pos, frame, remoteRing + pos, remoteKey);
+            return;
+        }
+        int body = frame - FOOTER;
+        e.putNonBlockingImplicit(mirrorAddress + pos, body, remoteRing + pos, remoteKey);
+        e.flushNonBlocking(new UcxCallback() {
+            @Override
+            public void onSuccess(UcpRequest request) {
+                UcpEndpoint now = ep;
+                if (now != null) {
+                    now.putNonBlockingImplicit(mirrorAddress + pos + body, FOOTER, remoteRing + pos + body,
+                        remoteKey);
+                }
+            }
+        });
+    }
+
+    @Override
+    void releaseRemote() {
+        if (remoteKey != null) {
+            try {
+                remoteKey.close();
+            } catch (Throwable ignored) {
+                // closing
+            }
+            remoteKey = null;
+        }
+        remoteKnown = false;
+    }
+}

@@ -1,0 +1,328 @@
+package io.rdmastore.transport.ucx;
+
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MessageHandler;
+import io.rdmastore.transport.RegisteredMemory;
+import io.rdmastore.transport.RemoteMemory;
+import io.rdmastore.transport.TransportException;
+import io.rdmastore.transport.TransportStatus;
+import org.agrona.concurrent.ManyToOneConcurrentLinkedQueue;
+import org.openucx.jucx.UcxCallback;
+import org.openucx.jucx.ucp.UcpEndpoint;
+import org.openucx.jucx.ucp.UcpRemoteKey;
+import org.openucx.jucx.ucp.UcpRequest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * What both UCX connection kinds share: the endpoint, the control connection it lives on, cross-thread offers, close,
+ * and one-sided reads and writes.
+ *
+ * <p>Threads: public methods are thread-safe; fields without {@code volatile} belong to the driver thread.
+ */
+abstract class UcxConnectionBase implements Connection {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxConnectionBase.class);
+
+    final UcxTransport transport;
+    final Connection control;
+    final MessageHandler handler;
+    final String reason;
+    final UcxTransport.Peer peer;
+    UcpEndpoint ep;
+    int slot = -1;
+    long slotAddress;
+    volatile boolean ready;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile boolean driverClosed;
+    private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
+    private volatile Object attachment;
+
+    /** Offers from threads other than the driver, in order; drained by the driver. */
+    final ManyToOneConcurrentLinkedQueue<byte[]> pending = new ManyToOneConcurrentLinkedQueue<>();
+    final AtomicLong pendingBytes = new AtomicLong();
+
+    UcxConnectionBase(UcxTransport transport, Connection control, MessageHandler handler, String reason,
+                      UcxTransport.Peer peer) {
+        this.transport = transport;
+        this.control = control;
+        this.handler = handler;
+        this.reason = reason;
+        this.peer = peer;
+    }
+
+    /** Driver: takes the local slot and endpoint. */
+    abstract void attachLocal(int slot, long slotAddress, UcpEndpoint ep);
+
+    /** Driver: the bytes of this side's OFFER for the peer. */
+    abstract byte[] offer(byte[] regionKey);
+
+    /** Driver: the peer's OFFER. */
+    abstract void attachRemote(byte[] offer);
+
+    void markReady() {
+        ready = true;
+    }
+
+    /** Driver: receives what arrived, sends what is pending; returns work done. */
+    abstract int poll();
+
+    /** Driver: sends one message now or reports back-pressure. */
+    abstract int sendNow(MemorySegment message, long offset, int length);
+
+    /** Queue budget for cross-thread offers before back-pressure. */
+    abstract long pendingLimit();
+
+    abstract String wire();
+
+    @Override
+    public final int offer(MemorySegment message) {
+        if (closed.get()) {
+            return TransportStatus.CLOSED;
+        }
+        long length = message.byteSize();
+        if (length > maxMessageLength()) {
+            return TransportStatus.TOO_LARGE;
+        }
+        if (!ready) {
+            return TransportStatus.NOT_CONNECTED;
+        }
+        if (transport.tryEnterDriver()) {
+            try {
+                if (!hasPending() || drainPending() == 0) {
+                    int status = sendNow(message, 0, (int) length);
+                    if (status != TransportStatus.BACK_PRESSURED || length <= maxFramePayload()) {
+                        return status;
+                    }
+                }
+            } finally {
+                transport.exitDriver();
+            }
+        }
+        return enqueue(message, (int) length);
+    }
+
+    /** Driver: whether queued messages wait. */
+    abstract boolean hasPending();
+
+    /** The largest message sent in one frame; larger ones go through the pending queue in fragments. */
+    abstract int maxFramePayload();
+
+    private int enqueue(MemorySegment message, int length) {
+        long before = pendingBytes.get();
+        if (before > 0 && before + length > pendingLimit()) {
+            transport.wake();
+            return TransportStatus.BACK_PRESSURED;
+        }
+        pendingBytes.addAndGet(length);
+        pending.offer(message.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+        transport.wake();
+        return TransportStatus.OK;
+    }
+
+    /**
+     * Driver: sends queued messages in order while there is room.
+     *
+     * @return 0 when the queue is now empty, else the number still waiting
+     */
+    abstract int drainPending();
+
+    final void deliver(MemorySegment message) {
+        try {
+            handler.onMessage(this, message);
+        } catch (Throwable t) {
+            LOG.warn("message handler failed on {}; closing", describe(), t);
+            close(t);
+        }
+    }
+
+    @Override
+    public String transportName() {
+        return transport.name();
+    }
+
+    @Override
+    public String selectionReason() {
+        return reason;
+    }
+
+    @Override
+    public String describe() {
+        return transport.name() + " " + wire() + " " + remoteAddress() + " ("
+            + (transport.sameHost(peer) ? "same host: shared memory" : "remote host") + ", "
+            + transport.context() + ")";
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return control.remoteAddress();
+    }
+
+    @Override
+    public int maxMessageLength() {
+        return transport.context().maxMessageLengthValue();
+    }
+
+    @Override
+    public boolean isOpen() {
+        return !closed.get();
+    }
+
+    @Override
+    public CompletableFuture<Void> closeFuture() {
+        return closeFuture;
+    }
+
+    @Override
+    public void attach(Object value) {
+        attachment = value;
+    }
+
+    @Override
+    public Object attachment() {
+        return attachment;
+    }
+
+    @Override
+    public void close() {
+        close(null);
+    }
+
+    void close(Throwable cause) {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        transport.execute(() -> closeOnDriver(cause));
+    }
+
+    private void closeOnDriver(Throwable cause) {
+        if (driverClosed) {
+            return;
+        }
+        driverClosed = true;
+        transport.removeConnection(this);
+        releaseRemote();
+        if (ep != null) {
+            try {
+                ep.closeNonBlockingForce();
+            } catch (Throwable t) {
+                LOG.debug("endpoint close", t);
+            }
+            ep = null;
+        }
+        if (slot >= 0) {
+            transport.releaseSlot(slot);
+            slot = -1;
+        }
+        while (pending.poll() != null) {
+            pendingBytes.set(0);
+        }
+        pendingBytes.set(0);
+        try {
+            if (ready) {
+                handler.onClose(this, cause);
+            }
+        } catch (Throwable t) {
+            LOG.warn("close handler failed", t);
+        } finally {
+            closeFuture.complete(null);
+            control.close();
+        }
+    }
+
+    /** Driver: releases remote keys. */
+    abstract void releaseRemote();
+
+    // ---- one-sided ----
+
+    @Override
+    public RegisteredMemory register(MemorySegment segment) {
+        return new UcxRegisteredMemory(transport, segment, transport.register(segment));
+    }
+
+    @Override
+    public RemoteMemory remoteMemory(byte[] descriptor) {
+        return UcxRemoteMemory.parse(descriptor);
+    }
+
+    @Override
+    public CompletableFuture<Void> read(RemoteMemory remote, long remoteOffset, RegisteredMemory local,
+                                        long localOffset, long length) {
+        return oneSided(true, remote, remoteOffset, local, localOffset, length);
+    }
+
+    @Override
+    public CompletableFuture<Void> write(RegisteredMemory local, long localOffset, RemoteMemory remote,
+                                         long remoteOffset, long length) {
+        return oneSided(false, remote, remoteOffset, local, localOffset, length);
+    }
+
+    private CompletableFuture<Void> oneSided(boolean read, RemoteMemory remote, long remoteOffset,
+                                             RegisteredMemory local, long localOffset, long length) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        if (!(remote instanceof UcxRemoteMemory r) || !(local instanceof UcxRegisteredMemory l)) {
+            f.completeExceptionally(new IllegalArgumentException("not ucx memory: " + remote + ", " + local));
+            return f;
+        }
+        if (remoteOffset < 0 || length < 0 || remoteOffset + length > r.length()) {
+            f.completeExceptionally(new TransportException("remote range [" + remoteOffset + ", "
+                + (remoteOffset + length) + ") is outside the peer's region of " + r.length() + " bytes"));
+            return f;
+        }
+        if (localOffset < 0 || localOffset + length > l.segment().byteSize()) {
+            f.completeExceptionally(new TransportException("local range [" + localOffset + ", "
+                + (localOffset + length) + ") is outside the registered segment of " + l.segment().byteSize()
+                + " bytes"));
+            return f;
+        }
+        if (!isOpen() || !ready) {
+            f.completeExceptionally(new TransportException("connection closed: " + describe()));
+            return f;
+        }
+        if (length == 0) {
+            f.complete(null);
+            return f;
+        }
+        transport.execute(() -> {
+            if (ep == null) {
+                f.completeExceptionally(new TransportException("connection closed: " + describe()));
+                return;
+            }
+            try {
+                UcpRemoteKey key = r.key(ep);
+                UcxCallback cb = new UcxCallback() {
+                    @Override
+                    public void onSuccess(UcpRequest request) {
+                        f.complete(null);
+                    }
+
+                    @Override
+                    public void onError(int status, String message) {
+                        f.completeExceptionally(new TransportException("ucx " + (read ? "get" : "put")
+                            + " failed: " + message + " (" + status + ")"));
+                    }
+                };
+                long localAddress = l.segment().address() + localOffset;
+                if (read) {
+                    ep.getNonBlocking(r.address() + remoteOffset, key, localAddress, length, cb);
+                } else {
+                    ep.putNonBlocking(localAddress, length, r.address() + remoteOffset, key, cb);
+                    ep.flushNonBlocking(null);
+                }
+            } catch (Throwable t) {
+                f.completeExceptionally(t);
+            }
+        });
+        return f;
+    }
+
+    @Override
+    public String toString() {
+        return describe();
+    }
+}

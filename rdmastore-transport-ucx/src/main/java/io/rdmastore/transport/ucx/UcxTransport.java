@@ -1,0 +1,680 @@
+package io.rdmastore.transport.ucx;
+
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MessageHandler;
+import io.rdmastore.transport.TransportException;
+import io.rdmastore.transport.UpgradeTransport;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.ManyToOneConcurrentLinkedQueue;
+import org.openucx.jucx.ucp.UcpContext;
+import org.openucx.jucx.ucp.UcpEndpoint;
+import org.openucx.jucx.ucp.UcpEndpointParams;
+import org.openucx.jucx.ucp.UcpMemMapParams;
+import org.openucx.jucx.ucp.UcpMemory;
+import org.openucx.jucx.ucp.UcpParams;
+import org.openucx.jucx.ucp.UcpWorker;
+import org.openucx.jucx.ucp.UcpWorkerParams;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+
+/**
+ * The UCX provider: one UCP context, one worker, one registered memory region sliced into per-connection rings, and
+ * exactly one thread driving the worker.
+ *
+ * <p>Driving: in agent mode (default) a daemon thread runs {@link #doWork()} under an idle strategy; in invoker mode no
+ * thread is started and callers drive it with {@link #doWork()}, which is then safe to call from several threads (one
+ * at a time wins, the others return 0). Only the driving thread touches the worker; other threads hand it work through
+ * a lock-free queue.
+ *
+ * <p>Threads: all public methods are thread-safe.
+ */
+public final class UcxTransport implements UpgradeTransport {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxTransport.class);
+    static final byte OFFER = 1;
+
+    /** Configuration; fluent setters, validated once. Defaults come from system properties {@code rdmastore.ucx.*}. */
+    public static final class Context {
+        private String tls = System.getProperty("rdmastore.ucx.tls");
+        private long memoryBudget = Long.getLong("rdmastore.ucx.memoryBudget", 256L << 20);
+        private int maxConnections = Integer.getInteger("rdmastore.ucx.maxConnections", 128);
+        private int ringCapacity = Integer.getInteger("rdmastore.ucx.ringCapacity", 0);
+        private String idleStrategy = System.getProperty("rdmastore.ucx.idle", "backoff");
+        private boolean invoker = Boolean.getBoolean("rdmastore.ucx.invoker");
+        private String messaging = System.getProperty("rdmastore.ucx.messaging", "ring");
+        private String footer = System.getProperty("rdmastore.ucx.footer", "crc");
+        private int maxMessageLength = Integer.getInteger("rdmastore.ucx.maxMessageLength", (512 << 20) + (64 << 10));
+        private String name = "ucx";
+
+        /** UCX transports to allow (as UCX_TLS, e.g. {@code posix,cma,self} or {@code tcp}); null = UCX's default. */
+        public Context tls(String value) {
+            tls = value;
+            return this;
+        }
+
+        /** Bytes of registered memory for rings (default 256 MiB, allocated lazily by the OS). */
+        public Context memoryBudget(long value) {
+            memoryBudget = value;
+            return this;
+        }
+
+        /** Expected connections; with the budget it sizes the rings (default 128). */
+        public Context maxConnections(int value) {
+            maxConnections = value;
+            return this;
+        }
+
+        /** Ring capacity in bytes, a power of two; 0 derives it from the budget and connection count. */
+        public Context ringCapacity(int value) {
+            ringCapacity = value;
+            return this;
+        }
+
+        /** {@code backoff} (default: spin, yield, then park up to 1 ms), {@code spin}, {@code yield}. */
+        public Context idleStrategy(String value) {
+            idleStrategy = value;
+            return this;
+        }
+
+        /** True: start no thread; callers drive the worker with {@link UcxTransport#doWork()}. */
+        public Context invoker(boolean value) {
+            invoker = value;
+            return this;
+        }
+
+        /** {@code ring} (default: one-sided puts into the receiver's ring) or {@code am} (UCX active messages). */
+        public Context messaging(String value) {
+            messaging = value;
+            return this;
+        }
+
+        /**
+         * How a ring frame proves it landed whole: {@code crc} (default; sequence + CRC32C footer in the same put) or
+         * {@code flush} (put the frame, flush the endpoint, then put the footer; JUCX 1.12 has no fence).
+         */
+        public Context footer(String value) {
+            footer = value;
+            return this;
+        }
+
+        /** Largest message (default 512 MiB + 64 KiB). */
+        public Context maxMessageLength(int value) {
+            maxMessageLength = value;
+            return this;
+        }
+
+        /** Name in HELLO (default {@code ucx}); variants used side by side need distinct names. */
+        public Context name(String value) {
+            name = value;
+            return this;
+        }
+
+        int maxMessageLengthValue() {
+            return maxMessageLength;
+        }
+
+        boolean flushFooter() {
+            return footer.equals("flush");
+        }
+
+        int ringCapacity() {
+            if (ringCapacity > 0) {
+                return ringCapacity;
+            }
+            long perConnection = memoryBudget / Math.max(1, maxConnections) / 2;
+            long cap = Long.highestOneBit(Math.max(perConnection, 1));
+            return (int) Math.max(64 << 10, Math.min(cap, 16 << 20));
+        }
+
+        Context conclude() {
+            int cap = ringCapacity();
+            if (Integer.bitCount(cap) != 1 || cap < 4096) {
+                throw new IllegalArgumentException("ring capacity must be a power of two >= 4096: " + cap);
+            }
+            if (maxConnections < 1) {
+                throw new IllegalArgumentException("maxConnections must be >= 1");
+            }
+            if (!messaging.equals("ring") && !messaging.equals("am")) {
+                throw new IllegalArgumentException("messaging must be ring or am: " + messaging);
+            }
+            if (!footer.equals("crc") && !footer.equals("flush")) {
+                throw new IllegalArgumentException("footer must be crc or flush: " + footer);
+            }
+            IdleStrategies.of(idleStrategy);
+            return this;
+        }
+
+        @Override
+        public String toString() {
+            return "tls=" + (tls == null ? "default" : tls) + " ring=" + (ringCapacity() >> 10) + "KiB messaging="
+                + messaging + " footer=" + footer + " idle=" + idleStrategy + (invoker ? " invoker" : "");
+        }
+    }
+
+    private final Context ctx;
+    private final Throwable cause;
+    private UcpContext context;
+    private UcpWorker worker;
+    private UcpMemory region;
+    private long regionAddress;
+    private int slotSize;
+    private int slotCount;
+    private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>();
+    private final ArrayDeque<long[]> quarantine = new ArrayDeque<>();
+    private byte[] rkey;
+    private byte[] capability;
+    private final String hostId = hostId();
+    private final ManyToOneConcurrentLinkedQueue<Runnable> commands = new ManyToOneConcurrentLinkedQueue<>();
+    private final List<UcxConnectionBase> connections = new ArrayList<>();
+    private final ReentrantLock invokerLock = new ReentrantLock();
+    private volatile Thread agent;
+    private volatile boolean parked;
+    private volatile boolean running = true;
+    private final IdleStrategy idle;
+    private AmDispatcher am;
+
+    /** A transport with defaults (and system properties {@code rdmastore.ucx.*}). */
+    public UcxTransport() {
+        this(new Context());
+    }
+
+    public UcxTransport(Context ctx) {
+        this.ctx = ctx.conclude();
+        this.idle = IdleStrategies.of(ctx.idleStrategy);
+        Throwable failure = null;
+        try {
+            open();
+        } catch (Throwable t) {
+            failure = t;
+            closeNative();
+            LOG.info("ucx unavailable: {}", t.toString());
+        }
+        this.cause = failure;
+        if (failure == null && !ctx.invoker) {
+            Thread t = new Thread(this::runAgent, "rdmastore-ucx-agent");
+            t.setDaemon(true);
+            agent = t;
+            t.start();
+        }
+    }
+
+    private void open() {
+        UcpParams params = new UcpParams().requestRmaFeature().requestAmFeature().requestWakeupFeature()
+            .setMtWorkersShared(true);
+        if (ctx.tls != null) {
+            params.setConfig("TLS", ctx.tls);
+        }
+        context = new UcpContext(params);
+        worker = context.newWorker(new UcpWorkerParams());
+        int cap = ctx.ringCapacity();
+        slotSize = 2 * cap + 4096;
+        slotCount = (int) Math.max(1, Math.min(ctx.maxConnections, ctx.memoryBudget / slotSize));
+        long length = (long) slotSize * slotCount;
+        region = context.memoryMap(new UcpMemMapParams().allocate().setLength(length));
+        regionAddress = region.getAddress();
+        for (int i = 0; i < slotCount; i++) {
+            freeSlots.add(i);
+        }
+        rkey = bytes(region.getRemoteKeyBuffer());
+        byte[] host = hostId.getBytes(StandardCharsets.UTF_8);
+        byte[] address = bytes(worker.getAddress());
+        capability = ByteBuffer.allocate(1 + host.length + 4 + address.length).put((byte) host.length).put(host)
+            .putInt(address.length).put(address).array();
+        if (ctx.messaging.equals("am")) {
+            am = new AmDispatcher(this, worker);
+        }
+        LOG.info("ucx ready: {} slots x {} KiB ring, {}", slotCount, cap >> 10, ctx);
+    }
+
+    static byte[] bytes(ByteBuffer b) {
+        ByteBuffer d = b.duplicate();
+        byte[] a = new byte[d.remaining()];
+        d.get(a);
+        return a;
+    }
+
+    private static String hostId() {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.io.IOException e) {
+            host = "unknown";
+        }
+        try {
+            return host + "/" + Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim();
+        } catch (java.io.IOException | RuntimeException e) {
+            return host;
+        }
+    }
+
+    @Override
+    public String name() {
+        return ctx.name;
+    }
+
+    @Override
+    public boolean isAvailable() {
+        return cause == null && running;
+    }
+
+    @Override
+    public Throwable unavailabilityCause() {
+        return cause;
+    }
+
+    Context context() {
+        return ctx;
+    }
+
+    int ringCapacity() {
+        return ctx.ringCapacity();
+    }
+
+    @Override
+    public byte[] capability() {
+        return isAvailable() ? capability.clone() : null;
+    }
+
+    /** Parsed peer capability. */
+    record Peer(String hostId, byte[] workerAddress) {
+        static Peer parse(byte[] cap) {
+            ByteBuffer b = ByteBuffer.wrap(cap);
+            byte[] host = new byte[b.get() & 0xFF];
+            b.get(host);
+            int len = b.getInt();
+            if (len <= 0 || len > b.remaining()) {
+                throw new IllegalArgumentException("bad worker address length " + len);
+            }
+            byte[] address = new byte[len];
+            b.get(address);
+            return new Peer(new String(host, StandardCharsets.UTF_8), address);
+        }
+    }
+
+    @Override
+    public Assessment assess(byte[] peerCapability) {
+        Peer peer = Peer.parse(peerCapability);
+        String tls = ctx.tls == null ? "UCX default transports" : "UCX_TLS=" + ctx.tls;
+        if (peer.hostId().equals(hostId)) {
+            return new Assessment(true, "peers share host " + hostId.split("/")[0]
+                + ", so UCX moves data through shared memory where " + tls + " allows it");
+        }
+        return new Assessment(true, "peers on different hosts; UCX uses RDMA verbs where both have a device ("
+            + tls + "), else its own tcp");
+    }
+
+    boolean sameHost(Peer peer) {
+        return peer.hostId().equals(hostId);
+    }
+
+    @Override
+    public Upgrade begin(Connection control, boolean initiator, byte[] peerCapability, MessageHandler handler,
+                         byte prefix, String reason) {
+        Peer peer = Peer.parse(peerCapability);
+        UcxConnectionBase c = ctx.messaging.equals("am")
+            ? new UcxAmConnection(this, control, handler, reason, peer)
+            : new UcxConnection(this, control, handler, reason, peer);
+        UpgradeImpl up = new UpgradeImpl(c, control, prefix);
+        execute(() -> up.setUp());
+        return up;
+    }
+
+    /** The upgrade state machine: local set-up, OFFER to the peer, the peer's OFFER. */
+    private final class UpgradeImpl implements Upgrade {
+        private final UcxConnectionBase c;
+        private final Connection control;
+        private final byte prefix;
+        private final CompletableFuture<Connection> result = new CompletableFuture<>();
+        private boolean local;
+        private boolean remote;
+
+        UpgradeImpl(UcxConnectionBase c, Connection control, byte prefix) {
+            this.c = c;
+            this.control = control;
+            this.prefix = prefix;
+        }
+
+        void setUp() {
+            try {
+                if (result.isDone()) {
+                    return;
+                }
+                Integer slot = allocateSlot();
+                if (slot == null) {
+                    throw new TransportException("ucx memory budget exhausted: all " + slotCount
+                        + " connection slots in use (raise rdmastore.ucx.memoryBudget / maxConnections)");
+                }
+                UcpEndpoint ep = worker.newEndpoint(new UcpEndpointParams()
+                    .setUcpAddress(ByteBuffer.allocateDirect(c.peer.workerAddress().length)
+                        .put(c.peer.workerAddress()).flip()));
+                c.attachLocal(slot, slotAddress(slot), ep);
+                connections.add(c);
+                byte[] offer = c.offer(rkey);
+                byte[] msg = new byte[offer.length + 1];
+                msg[0] = prefix;
+                System.arraycopy(offer, 0, msg, 1, offer.length);
+                int status = control.offer(MemorySegment.ofArray(msg));
+                if (status < 0) {
+                    throw new TransportException("cannot send the ucx offer on the control connection: "
+                        + io.rdmastore.transport.TransportStatus.describe(status));
+                }
+                local = true;
+                tryComplete();
+            } catch (Throwable t) {
+                fail(t);
+            }
+        }
+
+        @Override
+        public void onControlMessage(MemorySegment message) {
+            byte[] copy = message.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            execute(() -> {
+                try {
+                    if (result.isDone()) {
+                        return;
+                    }
+                    if (!local) {
+                        throw new TransportException("peer's ucx offer arrived before local set-up");
+                    }
+                    c.attachRemote(copy);
+                    remote = true;
+                    tryComplete();
+                } catch (Throwable t) {
+                    fail(t);
+                }
+            });
+        }
+
+        private void tryComplete() {
+            if (local && remote) {
+                c.markReady();
+                result.complete(c);
+            }
+        }
+
+        private void fail(Throwable t) {
+            if (result.completeExceptionally(t)) {
+                c.close(t);
+            }
+        }
+
+        @Override
+        public CompletableFuture<Connection> result() {
+            return result;
+        }
+
+        @Override
+        public void abort(Throwable t) {
+            execute(() -> fail(t));
+        }
+    }
+
+    // ---- memory slots ----
+
+    private Integer allocateSlot() {
+        long now = System.nanoTime();
+        while (!quarantine.isEmpty() && now - quarantine.peekFirst()[1] > 0) {
+            int slot = (int) quarantine.pollFirst()[0];
+            slotSegment(slot).fill((byte) 0);
+            freeSlots.add(slot);
+        }
+        return freeSlots.pollFirst();
+    }
+
+    /** Returns a slot after a grace period, so puts a closing peer still had in flight cannot hit a new owner. */
+    void releaseSlot(int slot) {
+        quarantine.addLast(new long[] {slot, System.nanoTime() + 2_000_000_000L});
+    }
+
+    long slotAddress(int slot) {
+        return regionAddress + (long) slot * slotSize;
+    }
+
+    private MemorySegment slotSegment(int slot) {
+        return MemorySegment.ofAddress(slotAddress(slot)).reinterpret(slotSize);
+    }
+
+    UcpContext ucpContext() {
+        return context;
+    }
+
+    UcpWorker worker() {
+        return worker;
+    }
+
+    AmDispatcher am() {
+        return am;
+    }
+
+    void removeConnection(UcxConnectionBase c) {
+        connections.remove(c);
+    }
+
+    // ---- driving ----
+
+    /** Whether the calling thread may use the worker now; must be paired with {@link #exitDriver()} when true. */
+    boolean tryEnterDriver() {
+        if (ctx.invoker) {
+            return invokerLock.tryLock();
+        }
+        return Thread.currentThread() == agent;
+    }
+
+    void exitDriver() {
+        if (ctx.invoker) {
+            invokerLock.unlock();
+        }
+    }
+
+    /** Runs {@code task} on the driver: now when the caller is the driver, else queued. */
+    void execute(Runnable task) {
+        if (tryEnterDriver()) {
+            try {
+                task.run();
+            } finally {
+                exitDriver();
+            }
+            return;
+        }
+        commands.offer(task);
+        wake();
+    }
+
+    /** Runs {@code task} on the driver and waits for its result (driving the worker in invoker mode). */
+    <T> T call(Supplier<T> task) {
+        CompletableFuture<T> f = new CompletableFuture<>();
+        execute(() -> {
+            try {
+                f.complete(task.get());
+            } catch (Throwable t) {
+                f.completeExceptionally(t);
+            }
+        });
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (!f.isDone()) {
+            if (doWork() == 0) {
+                LockSupport.parkNanos(10_000);
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new TransportException("ucx driver did not answer within 30 s");
+            }
+        }
+        try {
+            return f.join();
+        } catch (java.util.concurrent.CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw e;
+        }
+    }
+
+    void wake() {
+        Thread t = agent;
+        if (t != null && parked) {
+            LockSupport.unpark(t);
+        }
+    }
+
+    @Override
+    public int doWork() {
+        if (cause != null || !ctx.invoker) {
+            return 0;
+        }
+        if (!invokerLock.tryLock()) {
+            return 0;
+        }
+        try {
+            return dutyCycle();
+        } finally {
+            invokerLock.unlock();
+        }
+    }
+
+    private int dutyCycle() {
+        int work = 0;
+        try {
+            work += worker.progress();
+        } catch (Exception e) {
+            LOG.warn("ucx progress failed", e);
+        }
+        Runnable r;
+        while ((r = commands.poll()) != null) {
+            try {
+                r.run();
+            } catch (Throwable t) {
+                LOG.warn("ucx command failed", t);
+            }
+            work++;
+        }
+        List<UcxConnectionBase> list = connections;
+        for (int i = 0; i < list.size(); i++) {
+            work += list.get(i).poll();
+        }
+        return work;
+    }
+
+    private void runAgent() {
+        while (running) {
+            int work = dutyCycle();
+            if (work > 0) {
+                idle.idle(work);
+            } else {
+                parked = true;
+                if (commands.isEmpty()) {
+                    idle.idle(0);
+                }
+                parked = false;
+            }
+        }
+        finish();
+    }
+
+    /** Registers {@code segment} (native memory) for one-sided access; returns address, length and rkey. */
+    UcpMemory register(MemorySegment segment) {
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("ucx can only register native memory (MemorySegment from an Arena)");
+        }
+        return call(() -> context.memoryMap(new UcpMemMapParams().setAddress(segment.address())
+            .setLength(segment.byteSize())));
+    }
+
+    @Override
+    public void close() {
+        if (!running) {
+            return;
+        }
+        running = false;
+        Thread t = agent;
+        if (t != null) {
+            LockSupport.unpark(t);
+            try {
+                t.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        } else if (cause == null) {
+            invokerLock.lock();
+            try {
+                finish();
+            } finally {
+                invokerLock.unlock();
+            }
+        }
+    }
+
+    private void finish() {
+        Runnable r;
+        while ((r = commands.poll()) != null) {
+            try {
+                r.run();
+            } catch (Throwable ignored) {
+                // closing: the connection is going away anyway
+            }
+        }
+        for (UcxConnectionBase c : new ArrayList<>(connections)) {
+            c.close(new TransportException("ucx transport closed"));
+        }
+        for (int i = 0; i < 100; i++) {
+            try {
+                worker.progress();
+            } catch (Exception e) {
+                break;
+            }
+        }
+        closeNative();
+    }
+
+    private void closeNative() {
+        try {
+            if (region != null) {
+                region.deregister();
+            }
+        } catch (Throwable ignored) {
+            // best effort on close
+        }
+        try {
+            if (worker != null) {
+                worker.close();
+            }
+        } catch (Throwable ignored) {
+            // best effort on close
+        }
+        try {
+            if (context != null) {
+                context.close();
+            }
+        } catch (Throwable ignored) {
+            // best effort on close
+        }
+        region = null;
+        worker = null;
+        context = null;
+    }
+
+    /** The probe of UCX in this process, for {@code doctor}: UCX version and a default transport's availability. */
+    public static String probe() {
+        try (UcxTransport t = new UcxTransport(new Context().invoker(true).memoryBudget(1 << 20)
+            .maxConnections(1).ringCapacity(64 << 10))) {
+            return t.isAvailable() ? "available" : "unavailable: " + t.unavailabilityCause();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "UcxTransport[" + ctx + ", " + (cause == null ? "available" : "unavailable: " + cause) + "]";
+    }
+
+}
