@@ -1,10 +1,19 @@
 package io.rdmastore.store;
 
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * Offline check and repair of a data directory for the CLI's {@code check-log} command. Must not run while a
- * {@link Store} has the directory open. Stateless; any thread.
+ * {@link Store} has the directory open (repair refuses when it can take the directory lock). Stateless; any thread.
  */
 public final class LogChecker {
     private LogChecker() {
@@ -12,11 +21,81 @@ public final class LogChecker {
 
     /** Reads every segment and snapshot and reports the first damaged record of each; changes nothing. */
     public static LogCheckReport check(Path dataDir) {
-        throw new UnsupportedOperationException("not implemented yet");
+        return run(dataDir, false);
     }
 
-    /** Like {@link #check}, then truncates every damaged file at its first bad record after copying it aside. */
+    /**
+     * Like {@link #check}, then truncates every damaged file at its first bad record, after copying the original
+     * to {@code <file>.bak-<epochMillis>}. Records after the damage in that file are lost (they are in the backup);
+     * later files are kept. A damaged snapshot is moved aside whole, so recovery falls back to replaying the log.
+     */
     public static LogCheckReport repair(Path dataDir) {
-        throw new UnsupportedOperationException("not implemented yet");
+        try (FileChannel lock = FileChannel.open(dataDir.resolve("LOCK"), StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE)) {
+            var held = lock.tryLock();
+            if (held == null) {
+                throw new StoreException("data directory " + dataDir + " is in use by a running store; stop it first");
+            }
+            try {
+                return run(dataDir, true);
+            } finally {
+                held.release();
+            }
+        } catch (IOException e) {
+            throw new StoreException("cannot repair " + dataDir + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static LogCheckReport run(Path dataDir, boolean repair) {
+        if (!Files.isDirectory(dataDir)) {
+            throw new StoreException("not a directory: " + dataDir);
+        }
+        List<LogCheckReport.FileReport> reports = new ArrayList<>();
+        try {
+            List<Path> files;
+            try (Stream<Path> s = Files.list(dataDir)) {
+                files = s.filter(p -> LogDescriptor.segmentId(p) >= 0 || LogDescriptor.snapshotId(p) >= 0)
+                        .sorted(Comparator.comparing(p -> p.getFileName().toString())).toList();
+            }
+            for (Path p : files) {
+                boolean snapshot = LogDescriptor.snapshotId(p) >= 0;
+                FrameScanner.Outcome o = FrameScanner.scan(p,
+                        snapshot ? LogDescriptor.SNAPSHOT_MAGIC : LogDescriptor.SEGMENT_MAGIC, null);
+                String problem = o.problem();
+                long bad = o.badOffset();
+                if (snapshot && o.clean() && o.lastOp() != LogDescriptor.OP_SNAPSHOT_END) {
+                    problem = "snapshot has no end record";
+                    bad = o.validEnd();
+                }
+                Path backup = null;
+                long cut = 0;
+                if (repair && bad >= 0) {
+                    backup = p.resolveSibling(p.getFileName() + ".bak-" + System.currentTimeMillis());
+                    if (snapshot) {
+                        Files.move(p, backup, StandardCopyOption.ATOMIC_MOVE);
+                        cut = o.fileBytes();
+                    } else {
+                        Files.copy(p, backup, StandardCopyOption.COPY_ATTRIBUTES);
+                        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.WRITE)) {
+                            long keep = Math.max(bad, 0);
+                            ch.truncate(keep);
+                            if (keep < LogDescriptor.MAGIC_LENGTH) {
+                                ch.truncate(0);
+                                LogWriter.writeFully(ch, java.nio.ByteBuffer.wrap(LogDescriptor.SEGMENT_MAGIC), 0);
+                                keep = LogDescriptor.MAGIC_LENGTH;
+                            }
+                            ch.force(true);
+                            cut = o.fileBytes() - keep;
+                        }
+                    }
+                    LogWriter.syncDirectory(dataDir);
+                }
+                reports.add(new LogCheckReport.FileReport(p, o.fileBytes(), o.frames(), bad,
+                        bad >= 0 && o.tornTail(), problem, backup, cut));
+            }
+        } catch (IOException e) {
+            throw new StoreException("cannot check " + dataDir + ": " + e.getMessage(), e);
+        }
+        return new LogCheckReport(dataDir, List.copyOf(reports));
     }
 }

@@ -1,16 +1,65 @@
 package io.rdmastore.store;
 
+import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Lock;
 import java.util.function.Function;
+import java.util.stream.Stream;
 
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
+import org.bson.BsonObjectId;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.rdmastore.store.doc.BsonValues;
+import io.rdmastore.store.doc.DocumentFilter;
+import io.rdmastore.store.doc.DocumentUpdate;
 
 /**
- * The storage engine. Thread-safe: any number of threads may call any method at once.
+ * The storage engine: a keyspace of strings and hashes with TTLs, collections of BSON documents, an append-only
+ * CRC32C-framed log and snapshots.
+ *
+ * <p>Threads: thread-safe. Any number of threads may call any method at once. Keys are spread over
+ * {@value Keyspace#SHARDS} shards, each guarded by a read/write lock; single-key operations lock one shard,
+ * multi-key operations lock theirs in index order, documents share one read/write lock. A write is appended to the
+ * log while its locks are held and applied to memory right after, from the very bytes logged, so replay after a
+ * crash produces exactly what the live store held. With {@link FsyncPolicy#ALWAYS} the call waits for the fsync
+ * after releasing its locks (concurrent writers share fsyncs).
+ *
+ * <p>Memory: every {@code byte[]} argument is copied; the caller keeps it. Every {@code byte[]}, list or document
+ * returned is a fresh copy owned by the caller. String values live off-heap and are freed on overwrite or delete
+ * under the shard's write lock, so {@link #readValue} (which holds the read lock) never sees freed memory. Hash fields
+ * and documents live on the Java heap.
+ *
+ * <p>Errors: {@link StoreException} subclasses with client-facing messages; an operation that throws has changed
+ * nothing.
  */
 public final class Store implements AutoCloseable {
     /** {@link #getEx} argument: leave the TTL as it is. */
@@ -18,82 +67,2064 @@ public final class Store implements AutoCloseable {
     /** {@link #getEx} argument: remove the TTL. */
     public static final long TTL_PERSIST = -2;
 
-    private Store() {
+    private static final Logger LOG = LoggerFactory.getLogger(Store.class);
+    private static final ThreadLocal<FrameBuilder> FRAMES = ThreadLocal.withInitial(FrameBuilder::new);
+    private static final int MAX_COLLECTION_NAME_BYTES = 255;
+    private static final long SNAPSHOT_CHUNK_BYTES = 1 << 20;
+    private static final int EXPIRY_SHARDS_PER_TICK = 64;
+
+    private final StoreConfig config;
+    private final Path dir;
+    private final Keyspace keyspace = new Keyspace();
+    private final Documents documents = new Documents();
+    private final AtomicLong bytesSinceSnapshot = new AtomicLong();
+    private final AtomicLong changesSinceSave = new AtomicLong();
+    private final Object snapshotMonitor = new Object();
+    private final ExecutorService snapshotExecutor;
+    private final ScheduledExecutorService fsyncExecutor;
+    private final ScheduledExecutorService expiryExecutor;
+    private LogWriter log;
+    private FileChannel lockChannel;
+    private FileLock dirLock;
+    private RecoveryReport recovery;
+    private volatile long lastSnapshotMillis;
+    private volatile boolean closed;
+    private CompletableFuture<Path> snapshotInFlight;
+    private int expiryCursor;
+
+    private Store(StoreConfig config) {
+        this.config = config;
+        this.dir = config.dataDir();
+        this.snapshotExecutor = Executors.newSingleThreadExecutor(r -> daemon(r, "rdmastore-snapshot"));
+        this.fsyncExecutor = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "rdmastore-fsync"));
+        this.expiryExecutor = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "rdmastore-expiry"));
     }
 
-    private static UnsupportedOperationException todo() {
-        return new UnsupportedOperationException("not implemented yet");
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        return t;
     }
 
-    public static Store open(StoreConfig config) { throw todo(); }
-    public RecoveryReport recoveryReport() { throw todo(); }
-    public StoreConfig config() { throw todo(); }
+    // =====================================================================================================
+    // Lifecycle
+    // =====================================================================================================
 
-    public ValueType type(byte[] key) { throw todo(); }
-    public long exists(byte[]... keys) { throw todo(); }
-    public long delete(byte[]... keys) { throw todo(); }
-    public boolean expireAt(byte[] key, long epochMillis) { throw todo(); }
-    public long pttl(byte[] key) { throw todo(); }
-    public long expireTime(byte[] key) { throw todo(); }
-    public boolean persist(byte[] key) { throw todo(); }
-    public boolean rename(byte[] from, byte[] to, boolean onlyIfAbsent) { throw todo(); }
-    public long size() { throw todo(); }
-    public void flushAll() { throw todo(); }
-    public List<byte[]> keys(String globPattern) { throw todo(); }
-    public ScanResult scan(long cursor, String globOrNull, int count, ValueType typeOrNull) { throw todo(); }
-    public byte[] randomKey() { throw todo(); }
+    /**
+     * Opens (creating if needed) the store in {@code config.dataDir()}: loads the newest snapshot, replays the log
+     * written after it, cuts a torn tail, and starts the background fsync and expiry threads. Only one store may have
+     * a directory open at a time.
+     *
+     * @throws CorruptLogException when a record in the middle of the log or a snapshot is damaged
+     * @throws StoreException      when the directory cannot be used
+     */
+    public static Store open(StoreConfig config) {
+        StoreConfig c = config.clone().conclude();
+        Store s = new Store(c);
+        try {
+            s.recover();
+        } catch (IOException e) {
+            s.abortOpen();
+            throw new StoreException("cannot open store in " + c.dataDir() + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            s.abortOpen();
+            throw e;
+        }
+        s.startBackground();
+        LOG.info("store open in {} (fsync {}): {}", c.dataDir(), c.fsync(), s.recovery);
+        return s;
+    }
 
-    public byte[] get(byte[] key) { throw todo(); }
-    public <R> R readValue(byte[] key, Function<MemorySegment, R> reader) { throw todo(); }
-    public SetResult set(byte[] key, byte[] value, SetOptions options) { throw todo(); }
-    public void set(byte[] key, byte[] value) { throw todo(); }
-    public byte[] getDel(byte[] key) { throw todo(); }
-    public byte[] getEx(byte[] key, long expireAtMillis) { throw todo(); }
-    public long incrBy(byte[] key, long delta) { throw todo(); }
-    public String incrByFloat(byte[] key, double delta) { throw todo(); }
-    public String incrByFloat(byte[] key, String delta) { throw todo(); }
-    public long append(byte[] key, byte[] suffix) { throw todo(); }
-    public long strlen(byte[] key) { throw todo(); }
-    public byte[] getRange(byte[] key, long start, long end) { throw todo(); }
-    public long setRange(byte[] key, long offset, byte[] bytes) { throw todo(); }
-    public boolean mset(List<byte[]> keysAndValues, boolean onlyIfNoneExist) { throw todo(); }
-    public List<byte[]> mget(byte[]... keys) { throw todo(); }
+    private void abortOpen() {
+        closed = true;
+        snapshotExecutor.shutdownNow();
+        fsyncExecutor.shutdownNow();
+        expiryExecutor.shutdownNow();
+        keyspace.freeAll();
+        try {
+            if (log != null) {
+                log.close();
+            }
+        } catch (IOException e) {
+            LOG.warn("closing the log after a failed open: {}", e.toString());
+        }
+        releaseDirLock();
+    }
 
-    public long hset(byte[] key, List<byte[]> fieldsAndValues) { throw todo(); }
-    public boolean hsetnx(byte[] key, byte[] field, byte[] value) { throw todo(); }
-    public byte[] hget(byte[] key, byte[] field) { throw todo(); }
-    public List<byte[]> hmget(byte[] key, byte[]... fields) { throw todo(); }
-    public List<byte[]> hgetAll(byte[] key) { throw todo(); }
-    public long hdel(byte[] key, byte[]... fields) { throw todo(); }
-    public boolean hexists(byte[] key, byte[] field) { throw todo(); }
-    public long hlen(byte[] key) { throw todo(); }
-    public List<byte[]> hkeys(byte[] key) { throw todo(); }
-    public List<byte[]> hvals(byte[] key) { throw todo(); }
-    public long hstrlen(byte[] key, byte[] field) { throw todo(); }
-    public long hincrBy(byte[] key, byte[] field, long delta) { throw todo(); }
-    public String hincrByFloat(byte[] key, byte[] field, String delta) { throw todo(); }
-    public ScanResult hscan(byte[] key, long cursor, String globOrNull, int count) { throw todo(); }
+    private void releaseDirLock() {
+        try {
+            if (dirLock != null) {
+                dirLock.release();
+            }
+            if (lockChannel != null) {
+                lockChannel.close();
+            }
+        } catch (IOException e) {
+            LOG.warn("releasing the data directory lock: {}", e.toString());
+        }
+    }
 
-    public BsonValue insertOne(String collection, BsonDocument document) { throw todo(); }
-    public List<BsonValue> insertMany(String collection, List<BsonDocument> documents) { throw todo(); }
-    public List<BsonDocument> find(String collection, BsonDocument filter, int limit) { throw todo(); }
-    public BsonDocument findOne(String collection, BsonDocument filter) { throw todo(); }
-    public UpdateResult updateOne(String collection, BsonDocument filter, BsonDocument update, boolean upsert) { throw todo(); }
-    public UpdateResult updateMany(String collection, BsonDocument filter, BsonDocument update, boolean upsert) { throw todo(); }
-    public UpdateResult replaceOne(String collection, BsonDocument filter, BsonDocument replacement, boolean upsert) { throw todo(); }
-    public long deleteOne(String collection, BsonDocument filter) { throw todo(); }
-    public long deleteMany(String collection, BsonDocument filter) { throw todo(); }
-    public long count(String collection, BsonDocument filter) { throw todo(); }
-    public boolean createCollection(String collection) { throw todo(); }
-    public boolean dropCollection(String collection) { throw todo(); }
-    public List<String> collections() { throw todo(); }
+    private void recover() throws IOException {
+        long started = System.nanoTime();
+        Files.createDirectories(dir);
+        lockChannel = FileChannel.open(dir.resolve("LOCK"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        dirLock = lockChannel.tryLock();
+        if (dirLock == null) {
+            throw new StoreException("data directory " + dir + " is in use by another store");
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path p : files.filter(p -> p.getFileName().toString().endsWith(".tmp")).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+        List<Path> snapshots = listSorted(dir, true);
+        List<Path> segments = listSorted(dir, false);
+        Path snapshot = snapshots.isEmpty() ? null : snapshots.getLast();
+        long base = snapshot == null ? 1 : LogDescriptor.snapshotId(snapshot);
+        long snapshotRecords = 0;
+        if (snapshot != null) {
+            long[] records = {0};
+            FrameScanner.Outcome o = FrameScanner.scan(snapshot, LogDescriptor.SNAPSHOT_MAGIC, (payload, off) -> {
+                applyFrame(payload);
+                records[0]++;
+            });
+            if (!o.clean()) {
+                throw new CorruptLogException(snapshot, o.badOffset(), o.problem());
+            }
+            if (o.lastOp() != LogDescriptor.OP_SNAPSHOT_END) {
+                throw new CorruptLogException(snapshot, o.validEnd(), "snapshot has no end record");
+            }
+            snapshotRecords = records[0];
+            lastSnapshotMillis = Files.getLastModifiedTime(snapshot).toMillis();
+        }
+        List<Path> replay = new ArrayList<>();
+        for (Path seg : segments) {
+            if (LogDescriptor.segmentId(seg) < base) {
+                // Left over by a crash after the snapshot that covers it became durable.
+                Files.deleteIfExists(seg);
+            } else {
+                replay.add(seg);
+            }
+        }
+        long expected = base;
+        long records = 0;
+        long tornCut = 0;
+        long lastId = base;
+        long validEnd = 0;
+        for (int i = 0; i < replay.size(); i++) {
+            Path seg = replay.get(i);
+            long id = LogDescriptor.segmentId(seg);
+            if (id != expected) {
+                throw new CorruptLogException(seg, 0, "log segment " + LogDescriptor.segmentName(expected)
+                        + " is missing");
+            }
+            expected++;
+            long[] n = {0};
+            FrameScanner.Outcome o = FrameScanner.scan(seg, LogDescriptor.SEGMENT_MAGIC, (payload, off) -> {
+                applyFrame(payload);
+                n[0]++;
+            });
+            records += n[0];
+            boolean last = i == replay.size() - 1;
+            if (!o.clean()) {
+                if (!o.tornTail() || !last) {
+                    throw new CorruptLogException(seg, o.badOffset(), o.problem());
+                }
+                tornCut = o.fileBytes() - o.validEnd();
+                LOG.warn("log {} ends with a torn record at offset {} ({}): cutting {} bytes", seg.getFileName(),
+                        o.badOffset(), o.problem(), tornCut);
+            }
+            lastId = id;
+            validEnd = o.validEnd();
+        }
+        log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd);
+        dropExpiredAfterRecovery();
+        long ms = (System.nanoTime() - started) / 1_000_000;
+        recovery = new RecoveryReport(snapshot, snapshotRecords, replay.size(), records, tornCut, ms);
+        bytesSinceSnapshot.set(logBytes());
+    }
 
-    public void flush() { throw todo(); }
-    public void snapshot() { throw todo(); }
-    public CompletableFuture<Path> snapshotAsync() { throw todo(); }
-    public long lastSnapshotEpochMillis() { throw todo(); }
-    public StoreStats stats() { throw todo(); }
+    /** Keys that expired while the store was down are dropped now (and logged, so replay stays exact). */
+    private void dropExpiredAfterRecovery() {
+        for (int i = 0; i < Keyspace.SHARDS; i++) {
+            sweepShard(i, System.currentTimeMillis());
+        }
+    }
 
+    private static List<Path> listSorted(Path dir, boolean snapshots) throws IOException {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.filter(p -> (snapshots ? LogDescriptor.snapshotId(p) : LogDescriptor.segmentId(p)) >= 0)
+                    .sorted((a, b) -> Long.compare(
+                            snapshots ? LogDescriptor.snapshotId(a) : LogDescriptor.segmentId(a),
+                            snapshots ? LogDescriptor.snapshotId(b) : LogDescriptor.segmentId(b)))
+                    .toList();
+        }
+    }
+
+    private void startBackground() {
+        if (config.fsync() == FsyncPolicy.EVERYSEC) {
+            fsyncExecutor.scheduleWithFixedDelay(() -> {
+                try {
+                    if (log.dirty()) {
+                        log.force();
+                    }
+                } catch (RuntimeException e) {
+                    LOG.error("background fsync failed: {}", e.toString());
+                }
+            }, 1, 1, TimeUnit.SECONDS);
+        }
+        if (config.activeExpiry()) {
+            expiryExecutor.scheduleWithFixedDelay(this::expiryTick, 100, 100, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** What recovery found and did when this store was opened. */
+    public RecoveryReport recoveryReport() {
+        return recovery;
+    }
+
+    /** The configuration in force (a copy taken at open; changing it has no effect). */
+    public StoreConfig config() {
+        return config.clone();
+    }
+
+    /**
+     * Stops the background threads, waits for a running snapshot, fsyncs and closes the log, and frees all off-heap
+     * memory. Idempotent. Calls that race with close may fail with {@link StoreException}.
+     */
     @Override
-    public void close() { throw todo(); }
+    public void close() {
+        CompletableFuture<Path> pending;
+        synchronized (snapshotMonitor) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            pending = snapshotInFlight;
+        }
+        expiryExecutor.shutdownNow();
+        fsyncExecutor.shutdownNow();
+        if (pending != null) {
+            try {
+                pending.join();
+            } catch (RuntimeException e) {
+                LOG.warn("snapshot running at close failed: {}", e.toString());
+            }
+        }
+        snapshotExecutor.shutdown();
+        try {
+            expiryExecutor.awaitTermination(10, TimeUnit.SECONDS);
+            fsyncExecutor.awaitTermination(10, TimeUnit.SECONDS);
+            snapshotExecutor.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        Lock[] all = lockAll();
+        try {
+            log.close();
+        } catch (IOException e) {
+            throw new StoreException("closing the log failed: " + e.getMessage(), e);
+        } finally {
+            unlockAll(all);
+            keyspace.freeAll();
+            releaseDirLock();
+        }
+        LOG.info("store in {} closed", dir);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new StoreException("store is closed");
+        }
+    }
+
+    // =====================================================================================================
+    // Commit path
+    // =====================================================================================================
+
+    private static FrameBuilder frame() {
+        return FRAMES.get().reset();
+    }
+
+    /** Logs and applies the frame; the caller holds the locks of everything it touches. Returns an fsync ticket. */
+    private long commit(FrameBuilder f) {
+        if (f.isEmpty()) {
+            return 0;
+        }
+        ByteBuffer frame = f.seal();
+        int len = frame.remaining();
+        long ticket = log.append(frame);
+        applyFrame(f.payload());
+        bytesSinceSnapshot.addAndGet(len);
+        changesSinceSave.incrementAndGet();
+        return ticket;
+    }
+
+    /** After the locks are released: waits for the fsync when the policy asks, maybe starts a snapshot. */
+    private void durable(long ticket) {
+        if (ticket == 0) {
+            return;
+        }
+        if (config.fsync() == FsyncPolicy.ALWAYS) {
+            log.syncTo(ticket);
+        }
+        long trigger = config.snapshotLogBytes();
+        if (trigger > 0 && bytesSinceSnapshot.get() >= trigger && !closed) {
+            synchronized (snapshotMonitor) {
+                if (snapshotInFlight == null && !closed) {
+                    snapshotAsync();
+                }
+            }
+        }
+    }
+
+    /** Applies one frame's ops to memory: the one code path for live writes, recovery and snapshot loading. */
+    private void applyFrame(ByteBuffer p) {
+        while (p.hasRemaining()) {
+            byte op = p.get();
+            switch (op) {
+                case LogDescriptor.OP_STRING_PUT -> {
+                    Key k = Key.wrap(Keyspace.readBytes(p));
+                    long expireAt = p.getLong();
+                    int len = p.getInt();
+                    keyspace.applyStringPut(k, expireAt, p, len);
+                }
+                case LogDescriptor.OP_STRING_WRITE_AT -> {
+                    Key k = Key.wrap(Keyspace.readBytes(p));
+                    long offset = p.getLong();
+                    int len = p.getInt();
+                    keyspace.applyStringWriteAt(k, offset, p, len);
+                }
+                case LogDescriptor.OP_HASH_PUT -> keyspace.applyHashPut(Key.wrap(Keyspace.readBytes(p)), p, false, -1);
+                case LogDescriptor.OP_HASH_REPLACE -> {
+                    Key k = Key.wrap(Keyspace.readBytes(p));
+                    long expireAt = p.getLong();
+                    keyspace.applyHashPut(k, p, true, expireAt);
+                }
+                case LogDescriptor.OP_HASH_DEL -> keyspace.applyHashDelete(Key.wrap(Keyspace.readBytes(p)), p);
+                case LogDescriptor.OP_DELETE -> keyspace.applyDelete(Key.wrap(Keyspace.readBytes(p)));
+                case LogDescriptor.OP_EXPIRE -> {
+                    Key k = Key.wrap(Keyspace.readBytes(p));
+                    keyspace.applyExpire(k, p.getLong());
+                }
+                case LogDescriptor.OP_FLUSH_KEYS -> keyspace.applyFlush();
+                case LogDescriptor.OP_COLLECTION_CREATE -> documents.create(readString(p));
+                case LogDescriptor.OP_COLLECTION_DROP -> documents.applyDrop(readString(p));
+                case LogDescriptor.OP_DOCUMENT_PUT -> {
+                    String name = readString(p);
+                    documents.applyPut(name, readDocument(p));
+                }
+                case LogDescriptor.OP_DOCUMENT_DELETE -> {
+                    String name = readString(p);
+                    documents.applyDelete(name, readDocument(p).get("_id"));
+                }
+                case LogDescriptor.OP_SNAPSHOT_END -> p.getLong();
+                default -> throw new StoreException("unknown log op code " + op);
+            }
+        }
+    }
+
+    private static String readString(ByteBuffer p) {
+        return new String(Keyspace.readBytes(p), StandardCharsets.UTF_8);
+    }
+
+    private static BsonDocument readDocument(ByteBuffer p) {
+        int len = p.getInt();
+        BsonDocument d = BsonValues.decode(p.slice(p.position(), len));
+        p.position(p.position() + len);
+        return d;
+    }
+
+    // =====================================================================================================
+    // Locking helpers
+    // =====================================================================================================
+
+    private Key key(byte[] k) {
+        Objects.requireNonNull(k, "key");
+        if (k.length > config.maxKeyBytes()) {
+            throw new LimitExceededException("key is " + k.length + " bytes, larger than the limit of "
+                    + config.maxKeyBytes());
+        }
+        return Key.copyOf(k);
+    }
+
+    private void checkValue(long length) {
+        if (length > config.maxValueBytes()) {
+            throw new LimitExceededException("string exceeds maximum allowed size (" + length + " > "
+                    + config.maxValueBytes() + " bytes)");
+        }
+    }
+
+    private static int[] shardIndexes(Key[] keys) {
+        int[] idx = new int[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            idx[i] = Keyspace.shardIndex(keys[i]);
+        }
+        Arrays.sort(idx);
+        int n = 0;
+        for (int i = 0; i < idx.length; i++) {
+            if (n == 0 || idx[n - 1] != idx[i]) {
+                idx[n++] = idx[i];
+            }
+        }
+        return Arrays.copyOf(idx, n);
+    }
+
+    private Lock[] lockShards(int[] idx, boolean write) {
+        Lock[] locks = new Lock[idx.length];
+        for (int i = 0; i < idx.length; i++) {
+            var rw = keyspace.shards[idx[i]].lock;
+            locks[i] = write ? rw.writeLock() : rw.readLock();
+            locks[i].lock();
+        }
+        return locks;
+    }
+
+    private static void unlock(Lock[] locks) {
+        for (int i = locks.length - 1; i >= 0; i--) {
+            locks[i].unlock();
+        }
+    }
+
+    /** Every shard's write lock and the documents' write lock: no write can be in flight while they are held. */
+    private Lock[] lockAll() {
+        Lock[] locks = new Lock[Keyspace.SHARDS + 1];
+        for (int i = 0; i < Keyspace.SHARDS; i++) {
+            locks[i] = keyspace.shards[i].lock.writeLock();
+            locks[i].lock();
+        }
+        locks[Keyspace.SHARDS] = documents.lock.writeLock();
+        locks[Keyspace.SHARDS].lock();
+        return locks;
+    }
+
+    private static void unlockAll(Lock[] locks) {
+        unlock(locks);
+    }
+
+    private static Keyspace.Entry liveRead(Keyspace.Shard s, Key k, long now) {
+        Keyspace.Entry e = s.map.get(k);
+        return e == null || e.expired(now) ? null : e;
+    }
+
+    /** The live entry, or null; an expired one is deleted in the same frame, so replay sees the same history. */
+    private static Keyspace.Entry liveWrite(Keyspace.Shard s, Key k, long now, FrameBuilder f) {
+        Keyspace.Entry e = s.map.get(k);
+        if (e != null && e.expired(now)) {
+            f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+            return null;
+        }
+        return e;
+    }
+
+    private static void requireString(Keyspace.Entry e) {
+        if (e != null && e.type != Keyspace.STRING) {
+            throw new WrongTypeException();
+        }
+    }
+
+    private static void requireHash(Keyspace.Entry e) {
+        if (e != null && e.type != Keyspace.HASH) {
+            throw new WrongTypeException();
+        }
+    }
+
+    // =====================================================================================================
+    // Keys
+    // =====================================================================================================
+
+    /** The type of value {@code key} holds; {@link ValueType#NONE} when missing or expired. */
+    public ValueType type(byte[] key) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            return e == null ? ValueType.NONE : e.type == Keyspace.STRING ? ValueType.STRING : ValueType.HASH;
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /** How many of {@code keys} exist; a key named twice counts twice (Redis EXISTS). */
+    public long exists(byte[]... keys) {
+        checkOpen();
+        Key[] ks = keys(keys);
+        Lock[] locks = lockShards(shardIndexes(ks), false);
+        try {
+            long now = System.currentTimeMillis();
+            long n = 0;
+            for (Key k : ks) {
+                if (liveRead(keyspace.shard(k), k, now) != null) {
+                    n++;
+                }
+            }
+            return n;
+        } finally {
+            unlock(locks);
+        }
+    }
+
+    private Key[] keys(byte[][] keys) {
+        Key[] ks = new Key[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            ks[i] = key(keys[i]);
+        }
+        return ks;
+    }
+
+    /** Deletes the keys (atomically); returns how many existed. */
+    public long delete(byte[]... keys) {
+        checkOpen();
+        Key[] ks = keys(keys);
+        long ticket;
+        long n = 0;
+        Lock[] locks = lockShards(shardIndexes(ks), true);
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            Set<Key> seen = new HashSet<>();
+            for (Key k : ks) {
+                if (!seen.add(k)) {
+                    continue;
+                }
+                Keyspace.Entry e = liveWrite(keyspace.shard(k), k, now, f);
+                if (e != null) {
+                    n++;
+                    f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+                }
+            }
+            ticket = commit(f);
+        } finally {
+            unlock(locks);
+        }
+        durable(ticket);
+        return n;
+    }
+
+    /**
+     * Sets the key's expiry to an absolute time (PEXPIREAT). A time not in the future deletes the key.
+     *
+     * @return false when the key does not exist
+     */
+    public boolean expireAt(byte[] key, long epochMillis) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            Keyspace.Entry e = liveWrite(s, k, now, f);
+            if (e == null) {
+                ticket = commit(f);
+                return false;
+            }
+            if (epochMillis <= now) {
+                f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+            } else {
+                f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(epochMillis);
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return true;
+    }
+
+    /** Milliseconds to live: -2 when missing, -1 without TTL. */
+    public long pttl(byte[] key) {
+        long at = expireTime(key);
+        return at < 0 ? at : Math.max(0, at - System.currentTimeMillis());
+    }
+
+    /** Absolute expiry in epoch milliseconds (PEXPIRETIME): -2 when missing, -1 without TTL. */
+    public long expireTime(byte[] key) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            return e == null ? -2 : e.expireAt < 0 ? -1 : e.expireAt;
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /** Removes the key's TTL; false when the key is missing or had none. */
+    public boolean persist(byte[] key) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        boolean changed;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            changed = e != null && e.expireAt >= 0;
+            if (changed) {
+                f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(-1);
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return changed;
+    }
+
+    /**
+     * Renames a key, keeping its TTL and replacing whatever {@code to} held (RENAME), or only when {@code to} does
+     * not exist (RENAMENX, {@code onlyIfAbsent}).
+     *
+     * @return true when renamed; false only for RENAMENX when {@code to} exists (or equals {@code from})
+     * @throws NoSuchKeyException when {@code from} does not exist
+     */
+    public boolean rename(byte[] from, byte[] to, boolean onlyIfAbsent) {
+        checkOpen();
+        Key a = key(from);
+        Key b = key(to);
+        long ticket;
+        Lock[] locks = lockShards(shardIndexes(new Key[] {a, b}), true);
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            Keyspace.Entry e = liveWrite(keyspace.shard(a), a, now, f);
+            if (e == null) {
+                commit(f);
+                throw new NoSuchKeyException();
+            }
+            if (a.equals(b)) {
+                return !onlyIfAbsent;
+            }
+            Keyspace.Entry target = liveWrite(keyspace.shard(b), b, now, f);
+            if (onlyIfAbsent && target != null) {
+                ticket = commit(f);
+                return false;
+            }
+            f.op(LogDescriptor.OP_DELETE).putBytes(a.bytes);
+            encodeEntry(f, b, e);
+            ticket = commit(f);
+        } finally {
+            unlock(locks);
+        }
+        durable(ticket);
+        return true;
+    }
+
+    private static void encodeEntry(FrameBuilder f, Key k, Keyspace.Entry e) {
+        if (e.type == Keyspace.STRING) {
+            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e.expireAt).putBytes(e.string, e.length);
+        } else {
+            f.op(LogDescriptor.OP_HASH_REPLACE).putBytes(k.bytes).putLong(e.expireAt).putInt(e.hash.size());
+            for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
+                f.putBytes(fe.getKey().bytes).putBytes(fe.getValue());
+            }
+        }
+    }
+
+    /** Keys in the keyspace (DBSIZE): includes keys that expired but were not swept yet, as Redis does. */
+    public long size() {
+        checkOpen();
+        return keyspace.keys.get();
+    }
+
+    /** Empties the keyspace (FLUSHALL). Document collections are not touched; drop them with {@link #dropCollection}. */
+    public void flushAll() {
+        checkOpen();
+        long ticket;
+        Lock[] locks = lockShards(allShards(), true);
+        try {
+            FrameBuilder f = frame();
+            f.op(LogDescriptor.OP_FLUSH_KEYS);
+            ticket = commit(f);
+        } finally {
+            unlock(locks);
+        }
+        durable(ticket);
+    }
+
+    private static int[] allShards() {
+        int[] idx = new int[Keyspace.SHARDS];
+        for (int i = 0; i < idx.length; i++) {
+            idx[i] = i;
+        }
+        return idx;
+    }
+
+    /** Every live key matching a Redis glob pattern (KEYS). O(keyspace): for tools, not for hot paths. */
+    public List<byte[]> keys(String globPattern) {
+        checkOpen();
+        byte[] pattern = globPattern.getBytes(StandardCharsets.UTF_8);
+        List<byte[]> out = new ArrayList<>();
+        for (int i = 0; i < Keyspace.SHARDS; i++) {
+            collectShard(i, pattern, null, out);
+        }
+        return out;
+    }
+
+    private void collectShard(int i, byte[] pattern, ValueType type, List<byte[]> out) {
+        Keyspace.Shard s = keyspace.shards[i];
+        s.lock.readLock().lock();
+        try {
+            long now = System.currentTimeMillis();
+            for (Map.Entry<Key, Keyspace.Entry> me : s.map.entrySet()) {
+                Keyspace.Entry e = me.getValue();
+                if (e.expired(now)) {
+                    continue;
+                }
+                if (type != null && (type == ValueType.STRING) != (e.type == Keyspace.STRING)) {
+                    continue;
+                }
+                if (pattern == null || Glob.matches(pattern, me.getKey().bytes)) {
+                    out.add(me.getKey().bytes.clone());
+                }
+            }
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * One step of a SCAN iteration. Start with cursor 0 and pass back {@code nextCursor} until it is 0. Every key
+     * present for the whole iteration is returned at least once; {@code count} is a hint (whole shards are returned).
+     *
+     * @param globOrNull  pattern the returned keys match, or null
+     * @param typeOrNull  only keys of this type, or null
+     */
+    public ScanResult scan(long cursor, String globOrNull, int count, ValueType typeOrNull) {
+        checkOpen();
+        if (count < 1) {
+            throw new BadRequestException("syntax error: COUNT must be at least 1");
+        }
+        if (typeOrNull == ValueType.NONE) {
+            return new ScanResult(0, List.of());
+        }
+        byte[] pattern = globOrNull == null ? null : globOrNull.getBytes(StandardCharsets.UTF_8);
+        List<byte[]> out = new ArrayList<>();
+        if (cursor < 0 || cursor >= Keyspace.SHARDS) {
+            return new ScanResult(0, out);
+        }
+        int i = (int) cursor;
+        int visited = 0;
+        while (i < Keyspace.SHARDS) {
+            collectShard(i, pattern, typeOrNull, out);
+            i++;
+            visited++;
+            // Bound the work per call even when a pattern filters everything out.
+            if (out.size() >= count || visited >= Math.max(count, 16) * 4) {
+                break;
+            }
+        }
+        return new ScanResult(i >= Keyspace.SHARDS ? 0 : i, out);
+    }
+
+    /** A random live key, or null when the keyspace is empty (RANDOMKEY). */
+    public byte[] randomKey() {
+        checkOpen();
+        ThreadLocalRandom rnd = ThreadLocalRandom.current();
+        int start = rnd.nextInt(Keyspace.SHARDS);
+        for (int n = 0; n < Keyspace.SHARDS; n++) {
+            Keyspace.Shard s = keyspace.shards[(start + n) & (Keyspace.SHARDS - 1)];
+            s.lock.readLock().lock();
+            try {
+                if (s.map.isEmpty()) {
+                    continue;
+                }
+                long now = System.currentTimeMillis();
+                List<Key> live = new ArrayList<>(s.map.size());
+                for (Map.Entry<Key, Keyspace.Entry> me : s.map.entrySet()) {
+                    if (!me.getValue().expired(now)) {
+                        live.add(me.getKey());
+                    }
+                }
+                if (!live.isEmpty()) {
+                    return live.get(rnd.nextInt(live.size())).bytes.clone();
+                }
+            } finally {
+                s.lock.readLock().unlock();
+            }
+        }
+        return null;
+    }
+
+    // =====================================================================================================
+    // Strings
+    // =====================================================================================================
+
+    /** The string value, or null when missing. @throws WrongTypeException on a hash */
+    public byte[] get(byte[] key) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            requireString(e);
+            return e == null ? null : Keyspace.copyOut(e);
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Zero-copy read: calls {@code reader} with a read-only off-heap view of the string value (or null when the key
+     * is missing) while holding the shard's read lock. The view is tied to a confined arena closed when the reader
+     * returns: it may be used only by the calling thread and only during the call (touching it later throws
+     * {@link IllegalStateException} rather than reading freed memory). The reader must be quick and must not call
+     * this store (writers to the same shard wait for it).
+     *
+     * @throws WrongTypeException on a hash
+     */
+    public <R> R readValue(byte[] key, Function<MemorySegment, R> reader) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            requireString(e);
+            if (e == null) {
+                return reader.apply(null);
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment view = e.string.asSlice(0, e.length).reinterpret(arena, null).asReadOnly();
+                return reader.apply(view);
+            }
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /** SET with options; see {@link SetOptions}. */
+    public SetResult set(byte[] key, byte[] value, SetOptions options) {
+        checkOpen();
+        options.validate();
+        Key k = key(key);
+        checkValue(value.length);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        boolean written;
+        byte[] old = null;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            if (options.returnOld()) {
+                requireString(e);
+                old = e == null ? null : Keyspace.copyOut(e);
+            }
+            written = !(options.ifAbsent() && e != null) && !(options.ifPresent() && e == null);
+            if (written) {
+                long expireAt = options.keepTtl() && e != null ? e.expireAt : options.expireAtMillis();
+                f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(expireAt).putBytes(value);
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        if (!options.returnOld()) {
+            return written ? SetResult.WRITTEN : SetResult.NOT_WRITTEN;
+        }
+        return new SetResult(written, old);
+    }
+
+    /** Plain SET: stores the value and clears any TTL. */
+    public void set(byte[] key, byte[] value) {
+        checkOpen();
+        Key k = key(key);
+        checkValue(value.length);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(-1).putBytes(value);
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+    }
+
+    /** GETDEL: the string value (or null), deleting the key. */
+    public byte[] getDel(byte[] key) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        byte[] old;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireString(e);
+            old = e == null ? null : Keyspace.copyOut(e);
+            if (e != null) {
+                f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return old;
+    }
+
+    /**
+     * GETEX: the string value (or null) and a TTL change: an absolute expiry in epoch milliseconds,
+     * {@link #TTL_KEEP} or {@link #TTL_PERSIST}.
+     */
+    public byte[] getEx(byte[] key, long expireAtMillis) {
+        checkOpen();
+        if (expireAtMillis == 0 || expireAtMillis < TTL_PERSIST) {
+            throw new BadRequestException("invalid expire time in 'getex' command");
+        }
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        byte[] value;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            Keyspace.Entry e = liveWrite(s, k, now, f);
+            requireString(e);
+            value = e == null ? null : Keyspace.copyOut(e);
+            if (e != null) {
+                if (expireAtMillis == TTL_PERSIST) {
+                    if (e.expireAt >= 0) {
+                        f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(-1);
+                    }
+                } else if (expireAtMillis > 0) {
+                    if (expireAtMillis <= now) {
+                        f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+                    } else {
+                        f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(expireAtMillis);
+                    }
+                }
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return value;
+    }
+
+    /** INCRBY / DECRBY: adds to a decimal 64-bit integer string (a missing key counts as 0); keeps the TTL. */
+    public long incrBy(byte[] key, long delta) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        long r;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireString(e);
+            long cur = 0;
+            if (e != null) {
+                if (e.length > 20) {
+                    throw new NotANumberException(NotANumberException.NOT_AN_INTEGER);
+                }
+                cur = RedisNumbers.parseLong(Keyspace.copyOut(e));
+            }
+            r = RedisNumbers.addExact(cur, delta);
+            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e == null ? -1 : e.expireAt)
+                    .putBytes(RedisNumbers.formatLong(r));
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return r;
+    }
+
+    /** INCRBYFLOAT with a double increment; returns the new value as Redis prints it. */
+    public String incrByFloat(byte[] key, double delta) {
+        return incrByFloat(key, RedisNumbers.fromDouble(delta));
+    }
+
+    /** INCRBYFLOAT with the increment as the client sent it; returns the new value as Redis prints it. */
+    public String incrByFloat(byte[] key, String delta) {
+        return incrByFloat(key, RedisNumbers.parseFloat(delta));
+    }
+
+    private String incrByFloat(byte[] key, BigDecimal delta) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        String r;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireString(e);
+            BigDecimal cur = BigDecimal.ZERO;
+            if (e != null) {
+                if (e.length > 5000) {
+                    throw new NotANumberException(NotANumberException.NOT_A_FLOAT);
+                }
+                cur = RedisNumbers.parseFloat(Keyspace.copyOut(e));
+            }
+            r = RedisNumbers.addFloat(cur, delta);
+            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e == null ? -1 : e.expireAt)
+                    .putBytes(r.getBytes(StandardCharsets.US_ASCII));
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return r;
+    }
+
+    /** APPEND: returns the new length; creates the key when missing. */
+    public long append(byte[] key, byte[] suffix) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        long len;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireString(e);
+            long cur = e == null ? 0 : e.length;
+            len = cur + suffix.length;
+            checkValue(len);
+            if (e == null || suffix.length > 0) {
+                f.op(LogDescriptor.OP_STRING_WRITE_AT).putBytes(k.bytes).putLong(cur).putBytes(suffix);
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return len;
+    }
+
+    /** STRLEN: 0 when missing. */
+    public long strlen(byte[] key) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            requireString(e);
+            return e == null ? 0 : e.length;
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /** GETRANGE: bytes {@code start..end} inclusive, negative indexes from the end; empty (never null) when none. */
+    public byte[] getRange(byte[] key, long start, long end) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            requireString(e);
+            long len = e == null ? 0 : e.length;
+            if (start < 0 && end < 0 && start > end) {
+                return new byte[0];
+            }
+            if (start < 0) {
+                start = len + start;
+            }
+            if (end < 0) {
+                end = len + end;
+            }
+            if (start < 0) {
+                start = 0;
+            }
+            if (end < 0) {
+                end = 0;
+            }
+            if (end >= len) {
+                end = len - 1;
+            }
+            if (start > end || len == 0) {
+                return new byte[0];
+            }
+            byte[] out = new byte[(int) (end - start + 1)];
+            MemorySegment.copy(e.string, ValueLayout.JAVA_BYTE, start, out, 0, out.length);
+            return out;
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /** SETRANGE: overwrites from {@code offset}, zero-padding; returns the new length. */
+    public long setRange(byte[] key, long offset, byte[] bytes) {
+        checkOpen();
+        if (offset < 0) {
+            throw new BadRequestException("offset is out of range");
+        }
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        long len;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireString(e);
+            long cur = e == null ? 0 : e.length;
+            if (bytes.length == 0) {
+                len = cur;
+            } else {
+                checkValue(offset + bytes.length);
+                len = Math.max(cur, offset + bytes.length);
+                f.op(LogDescriptor.OP_STRING_WRITE_AT).putBytes(k.bytes).putLong(offset).putBytes(bytes);
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return len;
+    }
+
+    /**
+     * MSET (atomic) or, with {@code onlyIfNoneExist}, MSETNX. Clears TTLs of the keys written.
+     *
+     * @param keysAndValues key, value, key, value, ...
+     * @return false only for MSETNX when some key existed (nothing is written then)
+     */
+    public boolean mset(List<byte[]> keysAndValues, boolean onlyIfNoneExist) {
+        checkOpen();
+        if (keysAndValues.isEmpty() || keysAndValues.size() % 2 != 0) {
+            throw new BadRequestException("wrong number of arguments for 'mset' command");
+        }
+        Key[] ks = new Key[keysAndValues.size() / 2];
+        for (int i = 0; i < ks.length; i++) {
+            ks[i] = key(keysAndValues.get(2 * i));
+            checkValue(keysAndValues.get(2 * i + 1).length);
+        }
+        long ticket;
+        Lock[] locks = lockShards(shardIndexes(ks), true);
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            boolean any = false;
+            for (Key k : ks) {
+                any |= liveWrite(keyspace.shard(k), k, now, f) != null;
+            }
+            if (onlyIfNoneExist && any) {
+                ticket = commit(f);
+                return false;
+            }
+            for (int i = 0; i < ks.length; i++) {
+                f.op(LogDescriptor.OP_STRING_PUT).putBytes(ks[i].bytes).putLong(-1)
+                        .putBytes(keysAndValues.get(2 * i + 1));
+            }
+            ticket = commit(f);
+        } finally {
+            unlock(locks);
+        }
+        durable(ticket);
+        return true;
+    }
+
+    /** MGET: one entry per key, null for missing keys and keys that are not strings. */
+    public List<byte[]> mget(byte[]... keys) {
+        checkOpen();
+        Key[] ks = keys(keys);
+        Lock[] locks = lockShards(shardIndexes(ks), false);
+        try {
+            long now = System.currentTimeMillis();
+            List<byte[]> out = new ArrayList<>(ks.length);
+            for (Key k : ks) {
+                Keyspace.Entry e = liveRead(keyspace.shard(k), k, now);
+                out.add(e == null || e.type != Keyspace.STRING ? null : Keyspace.copyOut(e));
+            }
+            return out;
+        } finally {
+            unlock(locks);
+        }
+    }
+
+    // =====================================================================================================
+    // Hashes
+    // =====================================================================================================
+
+    private Key field(byte[] f) {
+        Objects.requireNonNull(f, "field");
+        if (f.length > config.maxKeyBytes()) {
+            throw new LimitExceededException("hash field is " + f.length + " bytes, larger than the limit of "
+                    + config.maxKeyBytes());
+        }
+        return Key.copyOf(f);
+    }
+
+    /** HSET: sets fields; returns how many were added (not counting updated ones). */
+    public long hset(byte[] key, List<byte[]> fieldsAndValues) {
+        checkOpen();
+        if (fieldsAndValues.isEmpty() || fieldsAndValues.size() % 2 != 0) {
+            throw new BadRequestException("wrong number of arguments for 'hset' command");
+        }
+        Key k = key(key);
+        Key[] fields = new Key[fieldsAndValues.size() / 2];
+        for (int i = 0; i < fields.length; i++) {
+            fields[i] = field(fieldsAndValues.get(2 * i));
+            checkValue(fieldsAndValues.get(2 * i + 1).length);
+        }
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        long added = 0;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireHash(e);
+            Set<Key> seen = new HashSet<>();
+            for (Key fk : fields) {
+                if (seen.add(fk) && (e == null || !e.hash.containsKey(fk))) {
+                    added++;
+                }
+            }
+            f.op(LogDescriptor.OP_HASH_PUT).putBytes(k.bytes).putInt(fields.length);
+            for (int i = 0; i < fields.length; i++) {
+                f.putBytes(fields[i].bytes).putBytes(fieldsAndValues.get(2 * i + 1));
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return added;
+    }
+
+    /** HSETNX: sets the field only when absent. */
+    public boolean hsetnx(byte[] key, byte[] field, byte[] value) {
+        checkOpen();
+        Key k = key(key);
+        Key fk = field(field);
+        checkValue(value.length);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireHash(e);
+            if (e != null && e.hash.containsKey(fk)) {
+                ticket = commit(f);
+                return false;
+            }
+            f.op(LogDescriptor.OP_HASH_PUT).putBytes(k.bytes).putInt(1).putBytes(fk.bytes).putBytes(value);
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return true;
+    }
+
+    /** Runs {@code body} on the live hash (null when missing) under the shard's read lock. */
+    private <R> R readHash(byte[] key, Function<Keyspace.Entry, R> body) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            requireHash(e);
+            return body.apply(e);
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /** HGET: the field's value or null. */
+    public byte[] hget(byte[] key, byte[] field) {
+        Key fk = field(field);
+        return readHash(key, e -> {
+            byte[] v = e == null ? null : e.hash.get(fk);
+            return v == null ? null : v.clone();
+        });
+    }
+
+    /** HMGET: one entry per field, null when missing. */
+    public List<byte[]> hmget(byte[] key, byte[]... fields) {
+        Key[] fks = new Key[fields.length];
+        for (int i = 0; i < fields.length; i++) {
+            fks[i] = field(fields[i]);
+        }
+        return readHash(key, e -> {
+            List<byte[]> out = new ArrayList<>(fks.length);
+            for (Key fk : fks) {
+                byte[] v = e == null ? null : e.hash.get(fk);
+                out.add(v == null ? null : v.clone());
+            }
+            return out;
+        });
+    }
+
+    /** HGETALL: field, value, field, value, ... in insertion order; empty when missing. */
+    public List<byte[]> hgetAll(byte[] key) {
+        return readHash(key, e -> {
+            if (e == null) {
+                return new ArrayList<>();
+            }
+            List<byte[]> out = new ArrayList<>(e.hash.size() * 2);
+            for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
+                out.add(fe.getKey().bytes.clone());
+                out.add(fe.getValue().clone());
+            }
+            return out;
+        });
+    }
+
+    /** HDEL: removes fields, returns how many existed; removing the last field deletes the key. */
+    public long hdel(byte[] key, byte[]... fields) {
+        checkOpen();
+        Key k = key(key);
+        Key[] fks = new Key[fields.length];
+        for (int i = 0; i < fields.length; i++) {
+            fks[i] = field(fields[i]);
+        }
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        List<Key> present = new ArrayList<>();
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireHash(e);
+            if (e != null) {
+                Set<Key> seen = new HashSet<>();
+                for (Key fk : fks) {
+                    if (seen.add(fk) && e.hash.containsKey(fk)) {
+                        present.add(fk);
+                    }
+                }
+            }
+            if (!present.isEmpty()) {
+                f.op(LogDescriptor.OP_HASH_DEL).putBytes(k.bytes).putInt(present.size());
+                for (Key fk : present) {
+                    f.putBytes(fk.bytes);
+                }
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+        return present.size();
+    }
+
+    /** HEXISTS. */
+    public boolean hexists(byte[] key, byte[] field) {
+        Key fk = field(field);
+        return readHash(key, e -> e != null && e.hash.containsKey(fk));
+    }
+
+    /** HLEN: 0 when missing. */
+    public long hlen(byte[] key) {
+        return readHash(key, e -> e == null ? 0L : e.hash.size());
+    }
+
+    /** HKEYS in insertion order. */
+    public List<byte[]> hkeys(byte[] key) {
+        return readHash(key, e -> {
+            List<byte[]> out = new ArrayList<>();
+            if (e != null) {
+                for (Key fk : e.hash.keySet()) {
+                    out.add(fk.bytes.clone());
+                }
+            }
+            return out;
+        });
+    }
+
+    /** HVALS in insertion order. */
+    public List<byte[]> hvals(byte[] key) {
+        return readHash(key, e -> {
+            List<byte[]> out = new ArrayList<>();
+            if (e != null) {
+                for (byte[] v : e.hash.values()) {
+                    out.add(v.clone());
+                }
+            }
+            return out;
+        });
+    }
+
+    /** HSTRLEN: the value's length, 0 when missing. */
+    public long hstrlen(byte[] key, byte[] field) {
+        Key fk = field(field);
+        return readHash(key, e -> {
+            byte[] v = e == null ? null : e.hash.get(fk);
+            return v == null ? 0L : v.length;
+        });
+    }
+
+    /** HINCRBY: adds to a field holding a decimal 64-bit integer (missing counts as 0). */
+    public long hincrBy(byte[] key, byte[] field, long delta) {
+        long[] r = new long[1];
+        updateField(key, field, old -> {
+            long cur = old == null ? 0 : RedisNumbers.parseLong(old);
+            r[0] = RedisNumbers.addExact(cur, delta);
+            return RedisNumbers.formatLong(r[0]);
+        });
+        return r[0];
+    }
+
+    /** HINCRBYFLOAT: adds to a field holding a float; returns the new value as Redis prints it. */
+    public String hincrByFloat(byte[] key, byte[] field, String delta) {
+        BigDecimal d = RedisNumbers.parseFloat(delta);
+        String[] r = new String[1];
+        updateField(key, field, old -> {
+            BigDecimal cur = old == null ? BigDecimal.ZERO : RedisNumbers.parseFloat(old);
+            r[0] = RedisNumbers.addFloat(cur, d);
+            return r[0].getBytes(StandardCharsets.US_ASCII);
+        });
+        return r[0];
+    }
+
+    private void updateField(byte[] key, byte[] field, Function<byte[], byte[]> change) {
+        checkOpen();
+        Key k = key(key);
+        Key fk = field(field);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+            requireHash(e);
+            byte[] nv = change.apply(e == null ? null : e.hash.get(fk));
+            f.op(LogDescriptor.OP_HASH_PUT).putBytes(k.bytes).putInt(1).putBytes(fk.bytes).putBytes(nv);
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+    }
+
+    /**
+     * One step of an HSCAN iteration; {@code keys()} of the result alternates field, value. Fields are visited in
+     * the order of their hash codes, so every field present for the whole iteration is returned.
+     */
+    public ScanResult hscan(byte[] key, long cursor, String globOrNull, int count) {
+        if (count < 1) {
+            throw new BadRequestException("syntax error: COUNT must be at least 1");
+        }
+        byte[] pattern = globOrNull == null ? null : globOrNull.getBytes(StandardCharsets.UTF_8);
+        return readHash(key, e -> {
+            List<byte[]> out = new ArrayList<>();
+            if (e == null || cursor < 0 || cursor > 0xffffffffL) {
+                return new ScanResult(0, out);
+            }
+            List<Map.Entry<Key, byte[]>> fields = new ArrayList<>();
+            for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
+                if (Integer.toUnsignedLong(fe.getKey().hashCode()) >= cursor) {
+                    fields.add(fe);
+                }
+            }
+            fields.sort((a, b) -> Integer.compareUnsigned(a.getKey().hashCode(), b.getKey().hashCode()));
+            int taken = 0;
+            long next = 0;
+            for (int i = 0; i < fields.size(); i++) {
+                Map.Entry<Key, byte[]> fe = fields.get(i);
+                long h = Integer.toUnsignedLong(fe.getKey().hashCode());
+                if (taken >= count && h != Integer.toUnsignedLong(fields.get(i - 1).getKey().hashCode())) {
+                    next = h;
+                    break;
+                }
+                taken++;
+                if (pattern == null || Glob.matches(pattern, fe.getKey().bytes)) {
+                    out.add(fe.getKey().bytes.clone());
+                    out.add(fe.getValue().clone());
+                }
+            }
+            return new ScanResult(next, out);
+        });
+    }
+
+    // =====================================================================================================
+    // Documents
+    // =====================================================================================================
+
+    private static byte[] collectionName(String name) {
+        Objects.requireNonNull(name, "collection");
+        byte[] b = name.getBytes(StandardCharsets.UTF_8);
+        if (b.length == 0 || b.length > MAX_COLLECTION_NAME_BYTES || name.indexOf('\0') >= 0
+                || name.indexOf('$') >= 0) {
+            throw new BadRequestException("invalid collection name '" + name + "': 1.." + MAX_COLLECTION_NAME_BYTES
+                    + " bytes of UTF-8 without '$' or NUL");
+        }
+        return b;
+    }
+
+    private byte[] encodeDocument(BsonDocument d) {
+        byte[] b = BsonValues.encode(d);
+        if (b.length > config.maxDocumentBytes()) {
+            throw new LimitExceededException("document is " + b.length + " bytes, larger than the limit of "
+                    + config.maxDocumentBytes());
+        }
+        return b;
+    }
+
+    private static byte[] encodeId(BsonValue id) {
+        return BsonValues.encode(new BsonDocument("_id", id));
+    }
+
+    /** A copy of {@code doc} with {@code _id} first (generated when absent). */
+    private static BsonDocument withId(BsonDocument doc) {
+        BsonValue id = doc.get("_id");
+        if (id == null) {
+            id = new BsonObjectId();
+        } else if (id.isArray()) {
+            throw new BadRequestException("can't use an array for _id");
+        } else if (id.isDocument() && !id.asDocument().isEmpty() && id.asDocument().getFirstKey().startsWith("$")) {
+            throw new BadRequestException("_id fields may not contain '$'-prefixed fields");
+        }
+        BsonDocument out = new BsonDocument("_id", id);
+        for (Map.Entry<String, BsonValue> e : doc.entrySet()) {
+            if (!e.getKey().equals("_id")) {
+                out.put(e.getKey(), e.getValue());
+            }
+        }
+        return out.clone();
+    }
+
+    /**
+     * Inserts a document (the caller's object is not modified); an {@code _id} ObjectId is generated when absent.
+     *
+     * @return the document's {@code _id}
+     * @throws BadRequestException on a duplicate {@code _id}
+     */
+    public BsonValue insertOne(String collection, BsonDocument document) {
+        return insertMany(collection, List.of(document)).getFirst();
+    }
+
+    /** Inserts documents atomically (all or none); returns their ids in order. */
+    public List<BsonValue> insertMany(String collection, List<BsonDocument> docs) {
+        checkOpen();
+        byte[] name = collectionName(collection);
+        List<BsonDocument> prepared = new ArrayList<>(docs.size());
+        List<byte[]> encoded = new ArrayList<>(docs.size());
+        for (BsonDocument d : docs) {
+            BsonDocument p = withId(Objects.requireNonNull(d, "document"));
+            prepared.add(p);
+            encoded.add(encodeDocument(p));
+        }
+        long ticket;
+        Lock w = documents.lock.writeLock();
+        w.lock();
+        try {
+            Documents.Collection c = documents.collections.get(collection);
+            Set<Object> batch = new HashSet<>();
+            for (BsonDocument p : prepared) {
+                Object idKey = BsonValues.idKey(p.get("_id"));
+                if (!batch.add(idKey) || (c != null && c.byId.containsKey(idKey))) {
+                    throw new BadRequestException("E11000 duplicate key error collection: " + collection
+                            + " index: _id_ dup key: { _id: " + p.get("_id") + " }");
+                }
+            }
+            FrameBuilder f = frame();
+            f.op(LogDescriptor.OP_COLLECTION_CREATE).putBytes(name);
+            for (byte[] e : encoded) {
+                f.op(LogDescriptor.OP_DOCUMENT_PUT).putBytes(name).putBytes(e);
+            }
+            ticket = commit(f);
+        } finally {
+            w.unlock();
+        }
+        durable(ticket);
+        List<BsonValue> ids = new ArrayList<>(prepared.size());
+        for (BsonDocument p : prepared) {
+            ids.add(p.get("_id"));
+        }
+        return ids;
+    }
+
+    /** Stored documents matching, in insertion order; the caller's filter is compiled before any lock is taken. */
+    private List<BsonDocument> matching(Documents.Collection c, DocumentFilter filter, long limit) {
+        List<BsonDocument> out = new ArrayList<>();
+        if (c == null || limit <= 0) {
+            return out;
+        }
+        BsonValue id = filter.idEquals();
+        if (id != null) {
+            BsonDocument d = c.byId.get(BsonValues.idKey(id));
+            if (d != null && filter.matches(d)) {
+                out.add(d);
+            }
+            return out;
+        }
+        for (BsonDocument d : c.byId.values()) {
+            if (filter.matches(d)) {
+                out.add(d);
+                if (out.size() >= limit) {
+                    break;
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Documents matching {@code filter} (null = all), at most {@code limit} (0 = no limit), as private copies. */
+    public List<BsonDocument> find(String collection, BsonDocument filter, int limit) {
+        checkOpen();
+        collectionName(collection);
+        if (limit < 0) {
+            throw new BadRequestException("limit must be >= 0");
+        }
+        DocumentFilter fl = DocumentFilter.compile(filter);
+        Lock r = documents.lock.readLock();
+        r.lock();
+        try {
+            List<BsonDocument> found = matching(documents.collections.get(collection), fl,
+                    limit == 0 ? Long.MAX_VALUE : limit);
+            List<BsonDocument> out = new ArrayList<>(found.size());
+            for (BsonDocument d : found) {
+                out.add(d.clone());
+            }
+            return out;
+        } finally {
+            r.unlock();
+        }
+    }
+
+    /** The first matching document or null. */
+    public BsonDocument findOne(String collection, BsonDocument filter) {
+        List<BsonDocument> l = find(collection, filter, 1);
+        return l.isEmpty() ? null : l.getFirst();
+    }
+
+    /** Applies {@code update} ($set/$unset/$inc) to the first match; inserts when none matches and {@code upsert}. */
+    public UpdateResult updateOne(String collection, BsonDocument filter, BsonDocument update, boolean upsert) {
+        DocumentUpdate u = DocumentUpdate.compile(update);
+        return update(collection, filter, u::apply, upsert, 1);
+    }
+
+    /** Applies {@code update} to every match; inserts one document when none matches and {@code upsert}. */
+    public UpdateResult updateMany(String collection, BsonDocument filter, BsonDocument update, boolean upsert) {
+        DocumentUpdate u = DocumentUpdate.compile(update);
+        return update(collection, filter, u::apply, upsert, Long.MAX_VALUE);
+    }
+
+    /** Replaces the first match by {@code replacement} (keeping its {@code _id}); upserts when asked. */
+    public UpdateResult replaceOne(String collection, BsonDocument filter, BsonDocument replacement, boolean upsert) {
+        Objects.requireNonNull(replacement, "replacement");
+        for (String k : replacement.keySet()) {
+            if (k.startsWith("$")) {
+                throw new BadRequestException("replacement document must not contain update operators: " + k);
+            }
+        }
+        return update(collection, filter, old -> {
+            BsonDocument d = new BsonDocument();
+            BsonValue id = old.get("_id");
+            if (id != null) {
+                d.put("_id", id);
+            }
+            for (Map.Entry<String, BsonValue> e : replacement.entrySet()) {
+                if (!e.getKey().equals("_id") || id == null) {
+                    d.put(e.getKey(), e.getValue());
+                } else if (!BsonValues.equal(e.getValue(), id)) {
+                    throw new BadRequestException("the (immutable) field '_id' was found to have been altered");
+                }
+            }
+            return d.clone();
+        }, upsert, 1);
+    }
+
+    private UpdateResult update(String collection, BsonDocument filter, Function<BsonDocument, BsonDocument> change,
+                                boolean upsert, long limit) {
+        checkOpen();
+        byte[] name = collectionName(collection);
+        DocumentFilter fl = DocumentFilter.compile(filter);
+        long ticket;
+        long matched;
+        long modified = 0;
+        BsonValue upsertedId = null;
+        Lock w = documents.lock.writeLock();
+        w.lock();
+        try {
+            List<BsonDocument> found = matching(documents.collections.get(collection), fl, limit);
+            matched = found.size();
+            FrameBuilder f = frame();
+            for (BsonDocument old : found) {
+                BsonDocument nd = change.apply(old);
+                BsonValue oldId = old.get("_id");
+                BsonValue newId = nd.get("_id");
+                if (newId == null || !BsonValues.equal(oldId, newId) || newId.getBsonType() != oldId.getBsonType()) {
+                    throw new BadRequestException("Performing an update on the path '_id' would modify the"
+                            + " immutable field '_id'");
+                }
+                if (nd.equals(old)) {
+                    continue;
+                }
+                f.op(LogDescriptor.OP_DOCUMENT_PUT).putBytes(name).putBytes(encodeDocument(nd));
+                modified++;
+            }
+            if (matched == 0 && upsert) {
+                BsonDocument seed = new BsonDocument();
+                for (Map.Entry<String, BsonValue> eq : fl.equalities()) {
+                    BsonValue v = eq.getValue();
+                    if (v.isDocument() && !v.asDocument().isEmpty() && v.asDocument().getFirstKey().startsWith("$")) {
+                        continue;
+                    }
+                    DocumentUpdate.set(seed, eq.getKey().split("\\."), v, eq.getKey());
+                }
+                BsonDocument nd = change.apply(seed);
+                if (seed.containsKey("_id") && (!nd.containsKey("_id")
+                        || !BsonValues.equal(seed.get("_id"), nd.get("_id")))) {
+                    throw new BadRequestException("Performing an update on the path '_id' would modify the"
+                            + " immutable field '_id'");
+                }
+                nd = withId(nd);
+                upsertedId = nd.get("_id");
+                Documents.Collection c = documents.collections.get(collection);
+                if (c != null && c.byId.containsKey(BsonValues.idKey(upsertedId))) {
+                    throw new BadRequestException("E11000 duplicate key error collection: " + collection
+                            + " index: _id_ dup key: { _id: " + upsertedId + " }");
+                }
+                f.op(LogDescriptor.OP_DOCUMENT_PUT).putBytes(name).putBytes(encodeDocument(nd));
+            }
+            ticket = commit(f);
+        } finally {
+            w.unlock();
+        }
+        durable(ticket);
+        return new UpdateResult(matched, modified, upsertedId);
+    }
+
+    /** Deletes the first match; returns 0 or 1. */
+    public long deleteOne(String collection, BsonDocument filter) {
+        return deleteMatching(collection, filter, 1);
+    }
+
+    /** Deletes every match; returns how many. */
+    public long deleteMany(String collection, BsonDocument filter) {
+        return deleteMatching(collection, filter, Long.MAX_VALUE);
+    }
+
+    private long deleteMatching(String collection, BsonDocument filter, long limit) {
+        checkOpen();
+        byte[] name = collectionName(collection);
+        DocumentFilter fl = DocumentFilter.compile(filter);
+        long ticket;
+        long n;
+        Lock w = documents.lock.writeLock();
+        w.lock();
+        try {
+            List<BsonDocument> found = matching(documents.collections.get(collection), fl, limit);
+            n = found.size();
+            FrameBuilder f = frame();
+            for (BsonDocument d : found) {
+                f.op(LogDescriptor.OP_DOCUMENT_DELETE).putBytes(name).putBytes(encodeId(d.get("_id")));
+            }
+            ticket = commit(f);
+        } finally {
+            w.unlock();
+        }
+        durable(ticket);
+        return n;
+    }
+
+    /** How many documents match (null filter = all). */
+    public long count(String collection, BsonDocument filter) {
+        checkOpen();
+        collectionName(collection);
+        DocumentFilter fl = DocumentFilter.compile(filter);
+        Lock r = documents.lock.readLock();
+        r.lock();
+        try {
+            Documents.Collection c = documents.collections.get(collection);
+            if (c == null) {
+                return 0;
+            }
+            if (filter == null || filter.isEmpty()) {
+                return c.byId.size();
+            }
+            return matching(c, fl, Long.MAX_VALUE).size();
+        } finally {
+            r.unlock();
+        }
+    }
+
+    /** Creates an empty collection; false when it existed. Inserting into a missing collection creates it too. */
+    public boolean createCollection(String collection) {
+        return collectionOp(collection, true);
+    }
+
+    /** Drops a collection and its documents; false when it did not exist. */
+    public boolean dropCollection(String collection) {
+        return collectionOp(collection, false);
+    }
+
+    private boolean collectionOp(String collection, boolean create) {
+        checkOpen();
+        byte[] name = collectionName(collection);
+        long ticket;
+        Lock w = documents.lock.writeLock();
+        w.lock();
+        try {
+            boolean exists = documents.collections.containsKey(collection);
+            if (exists == create) {
+                return false;
+            }
+            FrameBuilder f = frame();
+            f.op(create ? LogDescriptor.OP_COLLECTION_CREATE : LogDescriptor.OP_COLLECTION_DROP).putBytes(name);
+            ticket = commit(f);
+        } finally {
+            w.unlock();
+        }
+        durable(ticket);
+        return true;
+    }
+
+    /** Collection names, sorted. */
+    public List<String> collections() {
+        checkOpen();
+        Lock r = documents.lock.readLock();
+        r.lock();
+        try {
+            List<String> names = new ArrayList<>(documents.collections.keySet());
+            Collections.sort(names);
+            return names;
+        } finally {
+            r.unlock();
+        }
+    }
+
+    // =====================================================================================================
+    // Durability
+    // =====================================================================================================
+
+    /** fsyncs the log now, whatever the policy. */
+    public void flush() {
+        checkOpen();
+        log.force();
+    }
+
+    /** SAVE: writes a snapshot and returns when it is durable and the log before it is deleted. */
+    public void snapshot() {
+        try {
+            snapshotAsync().join();
+        } catch (java.util.concurrent.CompletionException e) {
+            if (e.getCause() instanceof StoreException se) {
+                throw se;
+            }
+            throw new StoreException("snapshot failed: " + e.getCause(), e.getCause());
+        }
+    }
+
+    /**
+     * BGSAVE: starts a snapshot in the background (or joins the one running) and completes with its file. Writers
+     * are stopped only while the log switches to a new segment and the document list is copied; keys are then
+     * copied shard by shard under each shard's read lock.
+     */
+    public CompletableFuture<Path> snapshotAsync() {
+        synchronized (snapshotMonitor) {
+            checkOpen();
+            if (snapshotInFlight != null) {
+                return snapshotInFlight;
+            }
+            CompletableFuture<Path> f = new CompletableFuture<>();
+            snapshotInFlight = f;
+            snapshotExecutor.execute(() -> {
+                try {
+                    f.complete(writeSnapshot());
+                } catch (Throwable t) {
+                    LOG.error("snapshot failed: {}", t.toString());
+                    f.completeExceptionally(t instanceof StoreException ? t
+                            : new StoreException("snapshot failed: " + t, t));
+                } finally {
+                    synchronized (snapshotMonitor) {
+                        snapshotInFlight = null;
+                    }
+                }
+            });
+            return f;
+        }
+    }
+
+    private record CollectionCopy(byte[] name, List<BsonDocument> docs) {
+    }
+
+    private Path writeSnapshot() throws IOException {
+        long started = System.nanoTime();
+        long base;
+        List<CollectionCopy> docs = new ArrayList<>();
+        Lock[] all = lockAll();
+        try {
+            base = log.rotate();
+            for (Map.Entry<String, Documents.Collection> c : documents.collections.entrySet()) {
+                docs.add(new CollectionCopy(c.getKey().getBytes(StandardCharsets.UTF_8),
+                        new ArrayList<>(c.getValue().byId.values())));
+            }
+            bytesSinceSnapshot.set(0);
+            changesSinceSave.set(0);
+        } finally {
+            unlockAll(all);
+        }
+        Path tmp = dir.resolve(LogDescriptor.snapshotName(base) + ".tmp");
+        Path target = dir.resolve(LogDescriptor.snapshotName(base));
+        long records = 0;
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            LogWriter.writeFully(ch, ByteBuffer.wrap(LogDescriptor.SNAPSHOT_MAGIC), 0);
+            long[] pos = {LogDescriptor.MAGIC_LENGTH};
+            FrameBuilder f = new FrameBuilder();
+            List<byte[]> pending = new ArrayList<>();
+            Runnable flush = () -> {
+                if (!f.isEmpty()) {
+                    ByteBuffer b = f.seal();
+                    byte[] copy = new byte[b.remaining()];
+                    b.get(copy);
+                    pending.add(copy);
+                    f.reset();
+                }
+            };
+            for (int i = 0; i < Keyspace.SHARDS; i++) {
+                Keyspace.Shard s = keyspace.shards[i];
+                // Copy under the read lock, write to disk after releasing it, so writers wait only for a memcpy.
+                s.lock.readLock().lock();
+                try {
+                    records += Keyspace.encodeShard(s, f, SNAPSHOT_CHUNK_BYTES, flush);
+                    flush.run();
+                } finally {
+                    s.lock.readLock().unlock();
+                }
+                for (byte[] b : pending) {
+                    LogWriter.writeFully(ch, ByteBuffer.wrap(b), pos[0]);
+                    pos[0] += b.length;
+                }
+                pending.clear();
+            }
+            for (CollectionCopy c : docs) {
+                f.op(LogDescriptor.OP_COLLECTION_CREATE).putBytes(c.name());
+                for (BsonDocument d : c.docs()) {
+                    f.op(LogDescriptor.OP_DOCUMENT_PUT).putBytes(c.name()).putBytes(BsonValues.encode(d));
+                    records++;
+                    if (f.payloadLength() >= SNAPSHOT_CHUNK_BYTES) {
+                        flush.run();
+                    }
+                }
+            }
+            flush.run();
+            f.op(LogDescriptor.OP_SNAPSHOT_END).putLong(records);
+            flush.run();
+            for (byte[] b : pending) {
+                LogWriter.writeFully(ch, ByteBuffer.wrap(b), pos[0]);
+                pos[0] += b.length;
+            }
+            ch.force(true);
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(tmp);
+            throw e;
+        }
+        Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+        LogWriter.syncDirectory(dir);
+        for (Path p : listSorted(dir, false)) {
+            if (LogDescriptor.segmentId(p) < base) {
+                Files.deleteIfExists(p);
+            }
+        }
+        for (Path p : listSorted(dir, true)) {
+            if (LogDescriptor.snapshotId(p) < base) {
+                Files.deleteIfExists(p);
+            }
+        }
+        LogWriter.syncDirectory(dir);
+        lastSnapshotMillis = System.currentTimeMillis();
+        LOG.info("snapshot {} written: {} records, {} bytes, {} ms", target.getFileName(), records,
+                Files.size(target), (System.nanoTime() - started) / 1_000_000);
+        return target;
+    }
+
+    /** When the last snapshot became durable (epoch ms), 0 if never. */
+    public long lastSnapshotEpochMillis() {
+        return lastSnapshotMillis;
+    }
+
+    private long logBytes() {
+        try {
+            long n = 0;
+            for (Path p : listSorted(dir, false)) {
+                n += Files.size(p);
+            }
+            return n;
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    /** Figures for INFO. */
+    public StoreStats stats() {
+        checkOpen();
+        boolean inProgress;
+        synchronized (snapshotMonitor) {
+            inProgress = snapshotInFlight != null;
+        }
+        return new StoreStats(keyspace.keys.get(), keyspace.expires.get(), keyspace.memory.usedBytes(), logBytes(),
+                lastSnapshotMillis, config.fsync(), changesSinceSave.get(), documents.collections.size(),
+                documents.documents.get(), inProgress);
+    }
+
+    // =====================================================================================================
+    // Active expiry
+    // =====================================================================================================
+
+    /** Visits a bounded number of shards that hold keys with a TTL and deletes the expired ones (logged). */
+    private void expiryTick() {
+        try {
+            long deadline = System.nanoTime() + 25_000_000L;
+            int visited = 0;
+            for (int n = 0; n < Keyspace.SHARDS && visited < EXPIRY_SHARDS_PER_TICK; n++) {
+                int i = expiryCursor;
+                expiryCursor = (expiryCursor + 1) & (Keyspace.SHARDS - 1);
+                if (keyspace.shards[i].withTtl == 0) {
+                    continue;
+                }
+                visited++;
+                sweepShard(i, System.currentTimeMillis());
+                if (System.nanoTime() > deadline || closed) {
+                    break;
+                }
+            }
+        } catch (RuntimeException e) {
+            if (!closed) {
+                LOG.warn("expiry sweep failed: {}", e.toString());
+            }
+        }
+    }
+
+    private void sweepShard(int i, long now) {
+        Keyspace.Shard s = keyspace.shards[i];
+        long ticket;
+        s.lock.writeLock().lock();
+        try {
+            if (s.withTtl == 0) {
+                return;
+            }
+            FrameBuilder f = frame();
+            for (Map.Entry<Key, Keyspace.Entry> me : s.map.entrySet()) {
+                if (me.getValue().expired(now)) {
+                    f.op(LogDescriptor.OP_DELETE).putBytes(me.getKey().bytes);
+                }
+            }
+            ticket = commit(f);
+        } finally {
+            s.lock.writeLock().unlock();
+        }
+        durable(ticket);
+    }
 }
