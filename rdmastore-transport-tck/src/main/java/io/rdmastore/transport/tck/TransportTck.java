@@ -241,7 +241,7 @@ public abstract class TransportTck {
         Random rnd = new Random(11);
         fill(serverSegment, rnd);
         AtomicReference<RegisteredMemory> serverRegion = new AtomicReference<>();
-        Handoff handoff = new Handoff();
+        Handoff handoff = handoff();
         MessageHandler owner = (conn, msg) -> {
             RegisteredMemory r = serverRegion.get();
             if (r == null) {
@@ -355,6 +355,7 @@ public abstract class TransportTck {
         Connection c = connect(clientNetwork(), addr, clientSide);
         c.send(MemorySegment.ofArray(new byte[] {1}), SEND_TIMEOUT);
         Connection s = server.connection.get(10, TimeUnit.SECONDS);
+        assertTransport(s);
         c.close();
         assertEquals(TransportStatus.CLOSED, c.offer(MemorySegment.ofArray(new byte[] {2})),
             "offer after close");
@@ -380,6 +381,7 @@ public abstract class TransportTck {
         Connection c = connect(clientNetwork(), addr, clientSide);
         c.send(MemorySegment.ofArray(new byte[] {1}), SEND_TIMEOUT);
         Connection s = server.connection.get(10, TimeUnit.SECONDS);
+        assertTransport(s);
         s.close();
         assertEquals(TransportStatus.CLOSED, s.offer(MemorySegment.ofArray(new byte[] {2})), "offer after close");
         assertTrue(clientSide.closed.await(5, TimeUnit.SECONDS), "client-side onClose did not run");
@@ -425,6 +427,7 @@ public abstract class TransportTck {
             reader.start();
             ready.get(40, TimeUnit.SECONDS);
             Connection s = server.connection.get(10, TimeUnit.SECONDS);
+            assertTransport(s);
             assertTrue(s.isOpen());
             p.destroyForcibly();
             long killed = System.nanoTime();
@@ -504,6 +507,7 @@ public abstract class TransportTck {
         c.send(MemorySegment.ofArray(new byte[] {0}), SEND_TIMEOUT);
         assertTrue(serverReady.await(10, TimeUnit.SECONDS), "server never saw the first message");
         Connection s = serverConn.get();
+        assertTransport(s);
         ExecutorService pool = Executors.newFixedThreadPool(2 * threads);
         try {
             List<Future<?>> all = new ArrayList<>();
@@ -540,6 +544,12 @@ public abstract class TransportTck {
         Network n = newClientNetwork();
         cleanup.push(() -> closeNetwork(n));
         return n;
+    }
+
+    private Handoff handoff() {
+        Handoff h = new Handoff();
+        cleanup.push(h);
+        return h;
     }
 
     /** Listens on 127.0.0.1, an ephemeral port; the listener is closed after the test. */
@@ -732,10 +742,10 @@ public abstract class TransportTck {
     // ---- handlers ----
 
     /** Echoes every message back through a separate thread, so a full send queue never blocks a transport thread. */
-    private static final class Echo implements MessageHandler {
+    private final class Echo implements MessageHandler {
         final List<String> errors = new CopyOnWriteArrayList<>();
         final AtomicLong count = new AtomicLong();
-        private final Handoff handoff = new Handoff();
+        private final Handoff handoff = handoff();
 
         @Override
         public void onMessage(Connection connection, MemorySegment message) {
@@ -749,7 +759,7 @@ public abstract class TransportTck {
     }
 
     /** Sends copies on one daemon thread per instance, in order, waiting while back-pressured. */
-    private static final class Handoff {
+    private static final class Handoff implements AutoCloseable {
         private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "tck-handoff");
             t.setDaemon(true);
@@ -766,6 +776,11 @@ public abstract class TransportTck {
                     LOG.info("hand-off send failed: {}", e.getMessage());
                 }
             });
+        }
+
+        @Override
+        public void close() {
+            executor.shutdownNow();
         }
     }
 
