@@ -181,6 +181,15 @@ final class FrameHandler extends ByteToMessageDecoder {
             connection.protocolError("frame length " + length + " is out of range (0.." + maxFrameBody + ")");
             return;
         }
+        if (readable >= FrameDescriptor.HEADER_LENGTH && in.getByte(at + 4) == FrameDescriptor.MESSAGE
+            && length > transport.context().maxMessageLength()) {
+            // Refused at the header: an oversize message is not buffered first.
+            state = State.DISCARD;
+            in.skipBytes(readable);
+            connection.protocolError("message of " + length + " bytes exceeds the maximum of "
+                + transport.context().maxMessageLength());
+            return;
+        }
         if (readable < FrameDescriptor.HEADER_LENGTH + length) {
             return;
         }

@@ -128,7 +128,13 @@ final class TcpConnection implements Connection {
         int n = (int) size;
         ByteBuf buf = channel.alloc().directBuffer(HEADER_LENGTH + n);
         buf.writeInt(n).writeByte(FrameDescriptor.MESSAGE);
-        copyIn(buf, message, 0, n);
+        try {
+            copyIn(buf, message, 0, n);
+        } catch (RuntimeException e) {
+            // The caller's segment is not readable here (closed arena, other thread's confined arena).
+            buf.release();
+            throw e;
+        }
         EventLoop loop = channel.eventLoop();
         if (loop.inEventLoop()) {
             writeOnLoop(buf);
@@ -151,12 +157,9 @@ final class TcpConnection implements Connection {
     private void writeQueued(ByteBuf buf, int frame) {
         queuedBytes.addAndGet(-frame);
         channel.write(buf, channel.voidPromise());
+        // Tasks run between reads, so the last hand-off of a burst flushes for all of them.
         if (queuedWrites.decrementAndGet() == 0) {
-            if (inRead) {
-                flushPending = true;
-            } else {
-                channel.flush();
-            }
+            channel.flush();
         }
     }
 
