@@ -1,6 +1,7 @@
 package io.rdmastore.store;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,7 +28,8 @@ public final class LogChecker {
     /**
      * Like {@link #check}, then truncates every damaged file at its first bad record, after copying the original
      * to {@code <file>.bak-<epochMillis>}. Records after the damage in that file are lost (they are in the backup);
-     * later files are kept. A damaged snapshot is moved aside whole, so recovery falls back to replaying the log.
+     * later files are kept. A damaged snapshot is cut the same way and given a new end record, so recovery loads
+     * what is left of it and replays the log after it.
      */
     public static LogCheckReport repair(Path dataDir) {
         try (FileChannel lock = FileChannel.open(dataDir.resolve("LOCK"), StandardOpenOption.CREATE,
@@ -71,22 +73,25 @@ public final class LogChecker {
                 long cut = 0;
                 if (repair && bad >= 0) {
                     backup = p.resolveSibling(p.getFileName() + ".bak-" + System.currentTimeMillis());
-                    if (snapshot) {
-                        Files.move(p, backup, StandardCopyOption.ATOMIC_MOVE);
-                        cut = o.fileBytes();
-                    } else {
-                        Files.copy(p, backup, StandardCopyOption.COPY_ATTRIBUTES);
-                        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.WRITE)) {
-                            long keep = Math.max(bad, 0);
-                            ch.truncate(keep);
-                            if (keep < LogDescriptor.MAGIC_LENGTH) {
-                                ch.truncate(0);
-                                LogWriter.writeFully(ch, java.nio.ByteBuffer.wrap(LogDescriptor.SEGMENT_MAGIC), 0);
-                                keep = LogDescriptor.MAGIC_LENGTH;
-                            }
-                            ch.force(true);
-                            cut = o.fileBytes() - keep;
+                    Files.copy(p, backup, StandardCopyOption.COPY_ATTRIBUTES);
+                    try (FileChannel ch = FileChannel.open(p, StandardOpenOption.WRITE)) {
+                        long keep = Math.max(bad, 0);
+                        byte[] magic = snapshot ? LogDescriptor.SNAPSHOT_MAGIC : LogDescriptor.SEGMENT_MAGIC;
+                        ch.truncate(keep);
+                        if (keep < LogDescriptor.MAGIC_LENGTH) {
+                            ch.truncate(0);
+                            LogWriter.writeFully(ch, ByteBuffer.wrap(magic), 0);
+                            keep = LogDescriptor.MAGIC_LENGTH;
                         }
+                        cut = o.fileBytes() - keep;
+                        if (snapshot) {
+                            // A shortened snapshot is still a snapshot: close it so recovery accepts it and
+                            // replays the later log on top.
+                            ByteBuffer end = new FrameBuilder().op(LogDescriptor.OP_SNAPSHOT_END)
+                                    .putLong(o.frames()).seal();
+                            LogWriter.writeFully(ch, end, keep);
+                        }
+                        ch.force(true);
                     }
                     LogWriter.syncDirectory(dataDir);
                 }
