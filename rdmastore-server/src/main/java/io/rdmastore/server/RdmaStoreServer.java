@@ -120,9 +120,12 @@ public final class RdmaStoreServer implements AutoCloseable {
             rr.snapshotUsed() != null ? rr.snapshotUsed().getFileName() : "none", rr.snapshotRecords(),
             rr.segmentsReplayed(), rr.recordsReplayed(), rr.tornTailBytesCut(), rr.durationMillis());
 
-        TcpTransport.Context tcpCtx = new TcpTransport.Context()
-            .maxMessageLength((int) Math.min(Integer.MAX_VALUE - (1 << 20),
-                Math.max(config.maxRequestBytes(), config.maxValueBytes() + (64 << 10))));
+        // The transport's frame limit stays above max-request-bytes, so an oversize request gets a clear ERR reply
+        // from the session; only frames beyond the transport's limit cost the connection.
+        TcpTransport.Context tcpCtx = new TcpTransport.Context();
+        long frameLimit = Math.max(tcpCtx.maxMessageLength(), Math.max(config.maxRequestBytes() + (1 << 20),
+            config.maxValueBytes() + (64 << 10)));
+        tcpCtx.maxMessageLength((int) Math.min(Integer.MAX_VALUE - (1 << 20), frameLimit));
         if (config.resp()) {
             resp = new RespFace(store, new RespFace.Context()
                 .password(config.password())
@@ -188,17 +191,12 @@ public final class RdmaStoreServer implements AutoCloseable {
     private MessageHandler onConnection(Connection connection) {
         if (closed) {
             connection.close();
-            return new Refused();
+            return new Refused("ERR server is shutting down");
         }
         if (sessions.size() >= config.maxConnections()) {
-            String text = "ERR max number of clients reached (" + config.maxConnections() + ")";
-            LOG.info("refusing {}: {}", connection.remoteAddress(), text);
-            WireWriter w = new WireWriter(128).header(ProtocolDescriptor.STATUS_ERROR,
-                ProtocolDescriptor.UNSOLICITED_REQUEST_ID).rawString(text);
-            connection.offer(w.message());
-            // Closing at once could discard the error before it is flushed; give it a moment.
-            retry.schedule(connection::close, 200, TimeUnit.MILLISECONDS);
-            return new Refused();
+            LOG.info("refusing {}: max number of clients reached ({})", connection.remoteAddress(),
+                config.maxConnections());
+            return new Refused("ERR max number of clients reached (" + config.maxConnections() + ")");
         }
         NativeSession s = new NativeSession(this, store, config, connection);
         sessions.put(s, clientIds.incrementAndGet());
@@ -208,10 +206,32 @@ public final class RdmaStoreServer implements AutoCloseable {
         return s;
     }
 
-    /** The handler of a refused connection: ignores everything until it closes. */
-    private static final class Refused implements MessageHandler {
+    /**
+     * The handler of a connection over the limit: answers its requests with {@code text} and closes it shortly after
+     * the first. Nothing is sent unasked, because the handshake's WELCOME may still be on its way after this handler is
+     * created.
+     */
+    private final class Refused implements MessageHandler {
+        private final String text;
+        private boolean closing;
+
+        Refused(String text) {
+            this.text = text;
+        }
+
         @Override
         public void onMessage(Connection connection, MemorySegment message) {
+            if (message.byteSize() >= ProtocolDescriptor.HEADER_LENGTH) {
+                long id = message.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
+                    .withOrder(java.nio.ByteOrder.BIG_ENDIAN), ProtocolDescriptor.REQUEST_ID_OFFSET);
+                connection.offer(new WireWriter(128).header(ProtocolDescriptor.STATUS_ERROR, id).rawString(text)
+                    .message());
+            }
+            if (!closing) {
+                closing = true;
+                // Closing at once could discard the error before the transport flushed it; give it a moment.
+                retry.schedule(connection::close, 200, TimeUnit.MILLISECONDS);
+            }
         }
     }
 

@@ -23,12 +23,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(60)
 class PipeliningTest {
-    @TempDir
-    Path dir;
+    private Path dir;
     private RdmaStoreServer server;
 
     @BeforeAll
-    void start() {
+    void start(@TempDir Path tempDir) {
+        dir = tempDir;
         server = TestServers.start(dir, c -> { });
     }
 

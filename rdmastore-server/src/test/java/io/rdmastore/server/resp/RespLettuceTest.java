@@ -107,6 +107,8 @@ class RespLettuceTest {
             assertEquals("OK", r.set("s", "1", SetArgs.Builder.ex(100).nx()));
             assertNull(r.set("s", "2", SetArgs.Builder.nx()));
             assertEquals("1", r.setGet("s", "2"));
+            assertEquals(-1, r.ttl("s"), "SET without KEEPTTL drops the TTL");
+            assertEquals("OK", r.set("s", "3", SetArgs.Builder.ex(100).xx()));
             assertEquals("OK", r.set("s", "3", SetArgs.Builder.keepttl().xx()));
             assertTrue(r.ttl("s") > 90);
             assertEquals("3", r.get("s"));
@@ -146,9 +148,15 @@ class RespLettuceTest {
             assertEquals("OK", r.rename("m9", "m10"));
             assertTrue(r.renamenx("m10", "m11"));
             assertTrue(r.keys("m1*").contains("m11"));
+            Set<String> scanned = new HashSet<>();
             KeyScanCursor<String> sc = r.scan(ScanArgs.Builder.matches("m*").limit(100));
-            assertTrue(sc.getKeys().contains("m11"));
+            scanned.addAll(sc.getKeys());
+            for (int i = 0; i < 1000 && !sc.isFinished(); i++) {
+                sc = r.scan(sc, ScanArgs.Builder.matches("m*").limit(100));
+                scanned.addAll(sc.getKeys());
+            }
             assertTrue(sc.isFinished());
+            assertTrue(scanned.contains("m11"), scanned.toString());
             assertTrue(r.exists(r.randomkey()) == 1);
 
             assertEquals(2, r.hset("h", Map.of("a", "1", "b", "2")));

@@ -75,8 +75,8 @@ class RespProtocolTest {
     @Test
     void inlineQuotingFollowsRedis() {
         try (RawClient c = client()) {
-            assertEquals("$8\r\na b\"c\n\u00ff\r\n$3\r\nx'y\r\n",
-                c.send("ECHO \"a b\\\"c\\n\\xff\"\r\nECHO 'x\\'y'\r\n").read(23, 2000));
+            assertEquals("$7\r\na b\"c\n\u00ff\r\n$3\r\nx'y\r\n",
+                c.send("ECHO \"a b\\\"c\\n\\xff\"\r\nECHO 'x\\'y'\r\n").read(22, 2000));
         }
     }
 
