@@ -232,6 +232,7 @@ public final class Network implements AutoCloseable {
         }
     }
 
+    /** Stops the handshake timer. The transports belong to whoever built the context and are closed by them. */
     @Override
     public void close() {
         timer.shutdownNow();
@@ -430,11 +431,13 @@ public final class Network implements AutoCloseable {
             }
             if (chosen == null) {
                 carrierConnection = new NegotiatedConnection(control, ctx.carrier.name(), reason);
+                // WELCOME first: the application may offer messages from onConnection; this runs on the carrier's
+                // thread, so no later message is handled before state is set.
+                control.offer(MemorySegment.ofArray(encodeWelcome(ctx.carrier.name(), new byte[0], reason)));
                 app = acceptor.onConnection(carrierConnection);
                 state = 1;
                 LOG.log(System.Logger.Level.INFO, control.remoteAddress() + " on " + ctx.carrier.name() + ": "
                     + reason);
-                control.offer(MemorySegment.ofArray(encodeWelcome(ctx.carrier.name(), new byte[0], reason)));
                 return;
             }
             state = 2;

@@ -294,7 +294,7 @@ abstract class UcxConnectionBase implements Connection {
                 return;
             }
             try {
-                UcpRemoteKey key = r.key(ep);
+                UcpRemoteKey key = r.key(transport, ep);
                 UcxCallback cb = new UcxCallback() {
                     @Override
                     public void onSuccess(UcpRequest request) {
@@ -311,8 +311,9 @@ abstract class UcxConnectionBase implements Connection {
                 if (read) {
                     ep.getNonBlocking(r.address() + remoteOffset, key, localAddress, length, cb);
                 } else {
-                    ep.putNonBlocking(localAddress, length, r.address() + remoteOffset, key, cb);
-                    ep.flushNonBlocking(null);
+                    // a put's own completion is local; the flush completes once the data is in the peer's memory
+                    ep.putNonBlockingImplicit(localAddress, length, r.address() + remoteOffset, key);
+                    ep.flushNonBlocking(cb);
                 }
             } catch (Throwable t) {
                 f.completeExceptionally(t);

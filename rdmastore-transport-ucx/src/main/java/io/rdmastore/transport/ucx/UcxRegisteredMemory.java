@@ -37,10 +37,7 @@ final class UcxRegisteredMemory implements RegisteredMemory {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            transport.call(() -> {
-                memory.deregister();
-                return null;
-            });
+            transport.deregister(memory);
         }
     }
 }

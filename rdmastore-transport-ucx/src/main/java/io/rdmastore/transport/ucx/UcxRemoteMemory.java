@@ -45,9 +45,10 @@ final class UcxRemoteMemory implements RemoteMemory {
     }
 
     /** Driver thread only. */
-    UcpRemoteKey key(UcpEndpoint ep) {
+    UcpRemoteKey key(UcxTransport transport, UcpEndpoint ep) {
         if (unpackedFor != ep) {
             key = ep.unpackRemoteKey(ByteBuffer.allocateDirect(rkey.length).put(rkey).flip());
+            transport.track(key);
             unpackedFor = ep;
         }
         return key;

@@ -178,6 +178,10 @@ public final class UcxTransport implements UpgradeTransport {
     private final String hostId = hostId();
     private final ManyToOneConcurrentLinkedQueue<Runnable> commands = new ManyToOneConcurrentLinkedQueue<>();
     private final List<UcxConnectionBase> connections = new ArrayList<>();
+    /** Registrations lent out, deregistered at close before the context goes (UCX asserts otherwise). */
+    private final java.util.Set<UcpMemory> registrations = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Remote keys unpacked for one-sided operations; driver only. */
+    private final List<org.openucx.jucx.ucp.UcpRemoteKey> remoteKeys = new ArrayList<>();
     private final ReentrantLock invokerLock = new ReentrantLock();
     private volatile Thread agent;
     private volatile boolean parked;
@@ -587,8 +591,25 @@ public final class UcxTransport implements UpgradeTransport {
         if (!segment.isNative()) {
             throw new IllegalArgumentException("ucx can only register native memory (MemorySegment from an Arena)");
         }
-        return call(() -> context.memoryMap(new UcpMemMapParams().setAddress(segment.address())
+        UcpMemory m = call(() -> context.memoryMap(new UcpMemMapParams().setAddress(segment.address())
             .setLength(segment.byteSize())));
+        registrations.add(m);
+        return m;
+    }
+
+    /** Deregisters {@code memory} unless the transport already did at close. */
+    void deregister(UcpMemory memory) {
+        if (registrations.remove(memory) && running) {
+            call(() -> {
+                memory.deregister();
+                return null;
+            });
+        }
+    }
+
+    /** Driver: remembers a remote key so it is released before the worker closes. */
+    void track(org.openucx.jucx.ucp.UcpRemoteKey key) {
+        remoteKeys.add(key);
     }
 
     @Override
@@ -638,6 +659,22 @@ public final class UcxTransport implements UpgradeTransport {
     }
 
     private void closeNative() {
+        for (org.openucx.jucx.ucp.UcpRemoteKey k : remoteKeys) {
+            try {
+                k.close();
+            } catch (Throwable ignored) {
+                // best effort on close
+            }
+        }
+        remoteKeys.clear();
+        for (UcpMemory m : registrations) {
+            try {
+                m.deregister();
+            } catch (Throwable ignored) {
+                // best effort on close
+            }
+        }
+        registrations.clear();
         try {
             if (region != null) {
                 region.deregister();
