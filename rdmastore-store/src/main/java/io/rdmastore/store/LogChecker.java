@@ -32,6 +32,9 @@ public final class LogChecker {
      * what is left of it and replays the log after it.
      */
     public static LogCheckReport repair(Path dataDir) {
+        if (Store.OPEN_DIRS.contains(dataDir.toAbsolutePath().normalize())) {
+            throw new StoreException("data directory " + dataDir + " is in use by a running store; stop it first");
+        }
         try (FileChannel lock = FileChannel.open(dataDir.resolve("LOCK"), StandardOpenOption.CREATE,
                 StandardOpenOption.WRITE)) {
             var held = lock.tryLock();

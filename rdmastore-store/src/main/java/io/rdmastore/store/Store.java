@@ -68,6 +68,8 @@ public final class Store implements AutoCloseable {
     public static final long TTL_PERSIST = -2;
 
     private static final Logger LOG = LoggerFactory.getLogger(Store.class);
+    /** Directories open in this JVM: a second file lock from the same process would not conflict, so check here. */
+    static final Set<Path> OPEN_DIRS = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static final ThreadLocal<FrameBuilder> FRAMES = ThreadLocal.withInitial(FrameBuilder::new);
     private static final int MAX_COLLECTION_NAME_BYTES = 255;
     private static final long SNAPSHOT_CHUNK_BYTES = 1 << 20;
@@ -86,6 +88,7 @@ public final class Store implements AutoCloseable {
     private LogWriter log;
     private FileChannel lockChannel;
     private FileLock dirLock;
+    private boolean dirClaimed;
     private RecoveryReport recovery;
     private volatile long lastSnapshotMillis;
     private volatile boolean closed;
@@ -152,6 +155,10 @@ public final class Store implements AutoCloseable {
     }
 
     private void releaseDirLock() {
+        if (dirClaimed) {
+            OPEN_DIRS.remove(dir.toAbsolutePath().normalize());
+            dirClaimed = false;
+        }
         try {
             if (dirLock != null) {
                 dirLock.release();
@@ -167,6 +174,10 @@ public final class Store implements AutoCloseable {
     private void recover() throws IOException {
         long started = System.nanoTime();
         Files.createDirectories(dir);
+        if (!OPEN_DIRS.add(dir.toAbsolutePath().normalize())) {
+            throw new StoreException("data directory " + dir + " is in use by another store in this process");
+        }
+        dirClaimed = true;
         lockChannel = FileChannel.open(dir.resolve("LOCK"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         dirLock = lockChannel.tryLock();
         if (dirLock == null) {
