@@ -298,6 +298,24 @@ class RespJedisTest {
         }
     }
 
+    @org.junit.jupiter.api.Test
+    void expiredKeysVanishActivelyWithoutBeingTouched() throws InterruptedException {
+        try (Jedis j = jedis(RedisProtocol.RESP2)) {
+            for (int i = 0; i < 200; i++) {
+                j.set("exp:" + i, "v", SetParams.setParams().px(50));
+            }
+            j.set("keeper", "v");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            long size = j.dbSize();
+            while (size > 1 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+                size = j.dbSize();
+            }
+            assertEquals(1, size, "expired keys must be removed by active expiry");
+            assertTrue(j.info("keyspace").contains("db0:keys=1,"));
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(RedisProtocol.class)
     void pipelined(RedisProtocol protocol) {
