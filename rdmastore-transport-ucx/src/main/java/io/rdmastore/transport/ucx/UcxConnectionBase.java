@@ -209,7 +209,9 @@ abstract class UcxConnectionBase implements Connection {
         releaseRemote();
         if (ep != null) {
             try {
-                ep.closeNonBlockingForce();
+                // FORCE is refused for endpoints without peer error handling (which shared memory needs); a flush
+                // close is not waited for, so a dead peer cannot hold this thread
+                ep.closeNonBlockingFlush();
             } catch (Throwable t) {
                 LOG.debug("endpoint close", t);
             }

@@ -1,0 +1,215 @@
+package io.rdmastore.bench;
+
+import io.rdmastore.transport.ConnectOptions;
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MessageHandler;
+import io.rdmastore.transport.Network;
+import io.rdmastore.transport.Transport;
+import io.rdmastore.transport.TransportStatus;
+import io.rdmastore.transport.tcp.TcpTransport;
+import io.rdmastore.transport.ucx.UcxTransport;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * E1 (paper 003): round trips per second on one connection, 64 B and 4 KiB, two JVM processes, for the tcp provider,
+ * UCX active messages, the UCX ring (CRC footer and flush-then-footer), and raw JUCX put ping-pong as the limit. The
+ * client drives its UCX worker from the measuring thread (invoker mode); each server echoes from its transport thread.
+ */
+public final class E1RoundTrips {
+    static final int[] SIZES = {64, 4096};
+    static final String[] VARIANTS = {"tcp", "am", "ring", "ring-flush", "raw-put"};
+
+    private final boolean quick;
+
+    public E1RoundTrips(boolean quick) {
+        this.quick = quick;
+    }
+
+    static UcxTransport.Context ucxContext(String variant, boolean invoker) {
+        return new UcxTransport.Context().messaging(variant.equals("am") ? "am" : "ring")
+            .footer(variant.equals("ring-flush") ? "flush" : "crc").invoker(invoker).idleStrategy("spin")
+            .memoryBudget(16 << 20).maxConnections(4).ringCapacity(1 << 20);
+    }
+
+    static String system(String variant) {
+        return switch (variant) {
+            case "tcp" -> "rdmastore-tcp";
+            case "raw-put" -> "limit";
+            default -> "rdmastore-ucx";
+        };
+    }
+
+    public void run(Report report) throws Exception {
+        int repeats = quick ? 1 : 3;
+        long windowNanos = quick ? 200_000_000L : 1_000_000_000L;
+        boolean ucx = new UcxProbe().available;
+        List<String> variants = new ArrayList<>();
+        for (String v : VARIANTS) {
+            if (v.equals("tcp") || ucx) {
+                variants.add(v);
+            }
+        }
+        if (!ucx) {
+            System.out.println("E1: UCX unavailable here; measuring tcp only (apt-get install libucx0)");
+        }
+        Map<String, double[]> samples = new LinkedHashMap<>();
+        Progress progress = new Progress("E1", repeats * variants.size() * SIZES.length);
+        for (int r = 0; r < repeats; r++) {
+            for (String v : variants) {
+                // one server at a time: each spins on a core while it runs, as the raw limit does
+                try (Child server = v.equals("raw-put") ? Child.start(RawPutPingPong.class)
+                    : Child.start(EchoServer.class, v)) {
+                    for (int size : SIZES) {
+                        double rate = v.equals("raw-put") ? raw(server.port, size, windowNanos)
+                            : measure(v, server.port, size, windowNanos);
+                        samples.computeIfAbsent(v + "/" + size, k -> new double[repeats])[r] = rate;
+                        progress.step(v + " " + Sizes.human(size));
+                    }
+                }
+            }
+        }
+        progress.done();
+        List<Row> rows = new ArrayList<>();
+        Map<String, Double> median = new LinkedHashMap<>();
+        for (Map.Entry<String, double[]> e : samples.entrySet()) {
+            double[] s = e.getValue().clone();
+            Arrays.sort(s);
+            double m = s[s.length / 2];
+            median.put(e.getKey(), m);
+            String[] k = e.getKey().split("/");
+            rows.add(new Row("E1", system(k[0]), k[0], Long.parseLong(k[1]), 1, "round_trips_per_s", m));
+        }
+        List<String> header = List.of("system", "variant", "64 B rt/s", "4 KiB rt/s", "64 B vs tcp", "64 B vs raw put",
+            "4 KiB vs tcp");
+        List<List<String>> body = new ArrayList<>();
+        for (String v : variants) {
+            double a = median.getOrDefault(v + "/64", Double.NaN);
+            double b = median.getOrDefault(v + "/4096", Double.NaN);
+            body.add(List.of(system(v), v, fmt(a), fmt(b), ratio(a, median.get("tcp/64")),
+                pct(a, median.get("raw-put/64")), ratio(b, median.get("tcp/4096"))));
+        }
+        System.out.println();
+        System.out.println("E1: round trips per second, one connection, two processes (median of " + repeats + ")");
+        System.out.print(Report.plain(header, body));
+        String notes = notes(median);
+        System.out.println(notes);
+        report.add("E1", "round trips per second on one connection", Report.table(header, body), notes, rows);
+    }
+
+    private static String notes(Map<String, Double> m) {
+        Double ring = m.get("ring/64");
+        Double raw = m.get("raw-put/64");
+        Double tcp = m.get("tcp/64");
+        if (ring == null || raw == null || tcp == null) {
+            return "";
+        }
+        return String.format(Locale.ROOT, "Targets (64 B, shared memory): ucx ring %s rt/s (target >= 1,000,000): %s; "
+                + "%.0f%% of raw put (target >= 80%%): %s; %.1fx tcp (target >= 25x): %s.", fmt(ring),
+            ring >= 1_000_000 ? "met" : "missed", 100 * ring / raw, ring >= 0.8 * raw ? "met" : "missed",
+            ring / tcp, ring >= 25 * tcp ? "met" : "missed");
+    }
+
+    static String fmt(double v) {
+        return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%,.0f", v);
+    }
+
+    static String ratio(double v, Double base) {
+        return base == null || Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.2fx", v / base);
+    }
+
+    static String pct(double v, Double base) {
+        return base == null || Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * v / base);
+    }
+
+    /** Counts round trips of one message kept in flight. */
+    private static final class Pong implements MessageHandler {
+        volatile long received;
+
+        @Override
+        public void onMessage(Connection connection, MemorySegment message) {
+            received++;
+        }
+    }
+
+    private static double measure(String variant, int port, int size, long windowNanos) {
+        TcpTransport tcp = new TcpTransport();
+        Network.Context ctx = new Network.Context().carrier(tcp);
+        UcxTransport ucx = null;
+        if (!variant.equals("tcp")) {
+            ucx = new UcxTransport(ucxContext(variant, true));
+            ctx.upgrade(ucx);
+        }
+        try (Network network = new Network(ctx)) {
+            Pong pong = new Pong();
+            Connection c = network.connect(new InetSocketAddress("127.0.0.1", port), pong,
+                ConnectOptions.DEFAULT.withTransport(variant.equals("tcp") ? "tcp" : "ucx"));
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment msg = arena.allocate(size);
+                Transport driver = ucx != null ? ucx : tcp;
+                run(c, pong, driver, msg, windowNanos / 4);
+                long start = System.nanoTime();
+                long n = run(c, pong, driver, msg, windowNanos);
+                double rate = n / ((System.nanoTime() - start) / 1e9);
+                c.close();
+                return rate;
+            }
+        } finally {
+            if (ucx != null) {
+                ucx.close();
+            }
+            tcp.close();
+        }
+    }
+
+    private static long run(Connection c, Pong pong, Transport driver, MemorySegment msg, long windowNanos) {
+        long end = System.nanoTime() + windowNanos;
+        long n = 0;
+        long expected = pong.received;
+        do {
+            for (int i = 0; i < 64; i++) {
+                while (c.offer(msg) == TransportStatus.BACK_PRESSURED) {
+                    driver.doWork();
+                }
+                expected++;
+                while (pong.received != expected) {
+                    if (driver.doWork() == 0) {
+                        Thread.onSpinWait();
+                    }
+                }
+                n++;
+            }
+        } while (System.nanoTime() < end);
+        return n;
+    }
+
+    private static double raw(int port, int size, long windowNanos) throws Exception {
+        double estimate = RawPutPingPong.measure(port, size, 1000, 5000);
+        long iterations = Math.max(5000, (long) (estimate * windowNanos / 1e9));
+        return RawPutPingPong.measure(port, size, iterations / 4, iterations);
+    }
+
+    /** Whether UCX can be used in this process. */
+    static final class UcxProbe {
+        final boolean available;
+
+        UcxProbe() {
+            boolean ok;
+            try (UcxTransport t = new UcxTransport(new UcxTransport.Context().invoker(true).memoryBudget(1 << 20)
+                .maxConnections(1).ringCapacity(64 << 10))) {
+                ok = t.isAvailable();
+            } catch (Throwable t) {
+                ok = false;
+            }
+            available = ok;
+        }
+    }
+}

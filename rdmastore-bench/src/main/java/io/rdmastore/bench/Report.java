@@ -1,0 +1,91 @@
+package io.rdmastore.bench;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/** Writes one run's results: {@code <experiment>.json}, {@code <experiment>.md} and {@code report.md}. */
+public final class Report {
+    private final Path dir;
+    private final StringBuilder summary = new StringBuilder();
+
+    public Report(Path root, String command) {
+        this.dir = root.resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH-mm-ss")));
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + dir, e);
+        }
+        summary.append("# rdmastore benchmark report\n\n")
+            .append("- command: `").append(command).append("`\n")
+            .append("- machine: ").append(Machine.describe()).append("\n\n")
+            .append("All figures of one experiment were taken side by side in this run; compare ratios, not absolute ")
+            .append("numbers across runs.\n\n");
+    }
+
+    public Path directory() {
+        return dir;
+    }
+
+    /** Saves an experiment's rows and its Markdown table (with notes) and adds them to the report. */
+    public void add(String experiment, String title, String table, String notes, List<Row> rows) {
+        String json = rows.stream().map(Row::toJson).collect(Collectors.joining(",\n  ", "[\n  ", "\n]\n"));
+        String md = "## " + experiment + ": " + title + "\n\n" + table + "\n" + (notes.isEmpty() ? "" : notes + "\n");
+        try {
+            Files.writeString(dir.resolve(experiment + ".json"), json);
+            Files.writeString(dir.resolve(experiment + ".md"), md);
+            Charts.bar(dir.resolve(experiment + ".png"), experiment + ": " + title, rows);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        summary.append(md).append("\n![").append(experiment).append("](").append(experiment).append(".png)\n\n");
+    }
+
+    /** Writes report.md; returns its path. */
+    public Path finish() {
+        Path p = dir.resolve("report.md");
+        try {
+            Files.writeString(p, summary.toString());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return p;
+    }
+
+    /** A Markdown table. */
+    public static String table(List<String> header, List<List<String>> body) {
+        StringBuilder sb = new StringBuilder("| ").append(String.join(" | ", header)).append(" |\n|");
+        sb.append("---|".repeat(header.size())).append('\n');
+        for (List<String> r : body) {
+            sb.append("| ").append(String.join(" | ", r)).append(" |\n");
+        }
+        return sb.toString();
+    }
+
+    /** Rows as aligned plain text for the terminal. */
+    public static String plain(List<String> header, List<List<String>> body) {
+        List<List<String>> all = new ArrayList<>();
+        all.add(header);
+        all.addAll(body);
+        int[] w = new int[header.size()];
+        for (List<String> r : all) {
+            for (int i = 0; i < r.size(); i++) {
+                w[i] = Math.max(w[i], r.get(i).length());
+            }
+        }
+        StringBuilder sb = new StringBuilder();
+        for (List<String> r : all) {
+            for (int i = 0; i < r.size(); i++) {
+                sb.append(String.format("%-" + (w[i] + 2) + "s", r.get(i)));
+            }
+            sb.append('\n');
+        }
+        return sb.toString();
+    }
+}
