@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * thread handshake each time, which is too slow for a write path. Safety comes from the caller: a segment is freed
  * only under its shard's write lock, and readers use it only under the read lock. Any thread.
  */
+@SuppressWarnings("restricted") // the whole class is the store's one use of malloc/free; see the paragraph above
 final class NativeMemory {
     private static final MethodHandle MALLOC;
     private static final MethodHandle FREE;

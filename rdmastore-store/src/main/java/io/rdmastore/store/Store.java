@@ -892,6 +892,7 @@ public final class Store implements AutoCloseable {
      *
      * @throws WrongTypeException on a hash
      */
+    @SuppressWarnings("restricted") // re-scoping the view to a per-call arena is what makes an escaped view safe
     public <R> R readValue(byte[] key, Function<MemorySegment, R> reader) {
         checkOpen();
         Key k = key(key);
