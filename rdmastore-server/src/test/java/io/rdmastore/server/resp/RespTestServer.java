@@ -1,5 +1,6 @@
 package io.rdmastore.server.resp;
 
+import io.netty.util.ResourceLeakDetector;
 import io.rdmastore.store.FsyncPolicy;
 import io.rdmastore.store.Store;
 import io.rdmastore.store.StoreConfig;
@@ -26,6 +27,11 @@ import java.util.stream.Stream;
  * <p>Threads: start and close on one thread; the accessors are safe from any thread.
  */
 final class RespTestServer implements AutoCloseable {
+    static {
+        // Every buffer the RESP handler fails to release is reported as LEAK in the test log.
+        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
+    }
+
     final Path dir;
     final Store store;
     final RespFace face;
