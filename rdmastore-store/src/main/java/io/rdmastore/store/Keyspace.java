@@ -260,7 +260,6 @@ final class Keyspace {
                 Iterator<Map.Entry<Key, byte[]>> it = e.hash.entrySet().iterator();
                 boolean first = true;
                 while (it.hasNext()) {
-                    int countPos;
                     long bytes = 0;
                     java.util.ArrayList<Map.Entry<Key, byte[]>> chunk = new java.util.ArrayList<>();
                     if (!first && f.payloadLength() >= chunkBytes) {
@@ -277,8 +276,7 @@ final class Keyspace {
                     } else {
                         f.op(LogDescriptor.OP_HASH_PUT).putBytes(k.bytes);
                     }
-                    countPos = chunk.size();
-                    f.putInt(countPos);
+                    f.putInt(chunk.size());
                     for (Map.Entry<Key, byte[]> fe : chunk) {
                         f.putBytes(fe.getKey().bytes).putBytes(fe.getValue());
                     }

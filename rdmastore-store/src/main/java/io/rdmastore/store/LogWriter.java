@@ -3,7 +3,6 @@ package io.rdmastore.store;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -174,9 +173,5 @@ final class LogWriter implements AutoCloseable {
         } catch (IOException | UnsupportedOperationException e) {
             // Some platforms cannot fsync a directory; the rename itself is still atomic there.
         }
-    }
-
-    static boolean exists(Path p) {
-        return Files.exists(p);
     }
 }
