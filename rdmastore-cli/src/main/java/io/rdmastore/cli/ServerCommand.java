@@ -1,0 +1,248 @@
+package io.rdmastore.cli;
+
+import io.rdmastore.server.RdmaStoreServer;
+import io.rdmastore.server.ServerConfig;
+import io.rdmastore.store.FsyncPolicy;
+import io.rdmastore.store.RecoveryReport;
+import io.rdmastore.transport.ucx.UcxTransport;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code rdmastore server}: runs {@link RdmaStoreServer} in this JVM until SIGTERM or Ctrl-C (or an interrupt of the
+ * calling thread), which close it gracefully: connections closed, log flushed and fsynced.
+ *
+ * <p>Settings come from the command line, then {@code --config FILE} (a properties file whose keys are the long
+ * option names without dashes: {@code port=7379}, {@code data-dir=/var/lib/rdmastore}), then the defaults; the
+ * password may also come from the environment variable {@code RDMASTORE_PASSWORD}. Threads: one call at a time.
+ */
+@Command(name = "server", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+    description = {"Runs an rdmastore server (native protocol and RESP on one port) until SIGTERM or Ctrl-C.",
+        "Settings: command line, then --config FILE (keys are the long option names without dashes, e.g."
+            + " port=7379), then defaults."},
+    sortOptions = false)
+final class ServerCommand implements Callable<Integer> {
+    /** Environment variable holding the password, so it stays out of {@code ps} output. */
+    static final String PASSWORD_ENV = "RDMASTORE_PASSWORD";
+    private static final String UCX_TLS_PROPERTY = "rdmastore.ucx.tls";
+
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    @Option(names = {"-p", "--port"}, paramLabel = "N", description = "Port of native protocol and RESP (default 7379;"
+        + " 0 picks a free one).")
+    String port;
+    @Option(names = {"-b", "--bind"}, paramLabel = "ADDR", description = "Address to listen on (default 127.0.0.1;"
+        + " 0.0.0.0 exposes the server: set a password).")
+    String bind;
+    @Option(names = {"-d", "--data-dir", "--dir"}, paramLabel = "DIR", description = "Directory of the log and"
+        + " snapshots (default ./data).")
+    String dataDir;
+    @Option(names = "--fsync", paramLabel = "POLICY", description = "always | everysec | no (default everysec).")
+    String fsync;
+    @Option(names = "--transport", paramLabel = "T", description = "auto (offer UCX when it works, default) | tcp"
+        + " (never) | ucx (UCX must work or the server does not start).")
+    String transport;
+    @Option(names = "--password", paramLabel = "PW", description = "Password clients must give (default none; or set"
+        + " the environment variable " + PASSWORD_ENV + ").")
+    String password;
+    @Option(names = "--ucx-tls", paramLabel = "LIST", description = "UCX transports to use, like UCX_TLS (e.g."
+        + " posix,cma,self or rc,self); default: UCX's choice.")
+    String ucxTls;
+    @Option(names = "--idle-strategy", paramLabel = "S", description = "Idle strategy of the UCX thread: backoff"
+        + " (default: an idle server does not burn a core) | spin | yield.")
+    String idleStrategy;
+    @Option(names = "--max-connections", paramLabel = "N", description = "Most native connections (default 10000).")
+    String maxConnections;
+    @Option(names = "--max-key-bytes", paramLabel = "SIZE", description = "Largest key (default 64k).")
+    String maxKeyBytes;
+    @Option(names = "--max-value-bytes", paramLabel = "SIZE", description = "Largest value (default 512m).")
+    String maxValueBytes;
+    @Option(names = "--max-document-bytes", paramLabel = "SIZE", description = "Largest document (default 16m).")
+    String maxDocumentBytes;
+    @Option(names = "--max-request-bytes", paramLabel = "SIZE", description = "Largest request (default the value"
+        + " limit plus 1m).")
+    String maxRequestBytes;
+    @Option(names = "--max-pending-reply-bytes", paramLabel = "SIZE", description = "Reply bytes queued for a slow"
+        + " reader before its connection is closed (default 1g).")
+    String maxPendingReplyBytes;
+    @Option(names = "--snapshot-log-bytes", paramLabel = "SIZE", description = "Log size that triggers a snapshot"
+        + " (default 64m; 0 = never).")
+    String snapshotLogBytes;
+    @Option(names = "--handshake-timeout", paramLabel = "TIME", description = "Time a client has for its HELLO"
+        + " (default 5s).")
+    String handshakeTimeout;
+    @Option(names = "--resp", paramLabel = "BOOL", description = "Serve RESP (Redis clients) on the same port"
+        + " (default true).")
+    String resp;
+    @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "Properties file with the same keys;"
+        + " command-line options win.")
+    Path config;
+
+    /** The keys a config file may hold, in --help order: each is a long option name without dashes. */
+    static final List<String> KEYS = List.of("port", "bind", "data-dir", "fsync", "transport", "password", "ucx-tls",
+        "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "max-document-bytes",
+        "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp");
+
+    @Override
+    public Integer call() throws IOException {
+        PrintWriter out = spec.commandLine().getOut();
+        Map<String, String> s = settings();
+        ServerConfig cfg = toConfig(s);
+        String tls = s.get("ucx-tls");
+        if (tls != null) {
+            // The server's UcxTransport.Context takes its default TLS list from this property when it is built.
+            System.setProperty(UCX_TLS_PROPERTY, tls);
+        }
+        RdmaStoreServer server = new RdmaStoreServer(cfg);
+        try {
+            server.start();
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            throw new UserException("cannot start: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            throw new UserException("cannot start: " + e, e);
+        }
+        Thread hook = new Thread(server::close, "rdmastore-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        banner(out, server, cfg);
+        try {
+            server.awaitClose();
+        } catch (InterruptedException e) {
+            // An interrupt is a stop request from an embedding program or a test, like SIGTERM for a process.
+            Thread.currentThread().interrupt();
+            server.close();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException alreadyShuttingDown) {
+                // the JVM is exiting anyway; the hook has closed or will close the server
+            }
+        }
+        out.println("rdmastore stopped");
+        out.flush();
+        return 0;
+    }
+
+    private static void banner(PrintWriter out, RdmaStoreServer server, ServerConfig cfg) {
+        String ucx;
+        if (cfg.transport().equals("tcp")) {
+            ucx = "disabled by configuration (transport=tcp): every client stays on tcp";
+        } else if (server.ucxAvailable()) {
+            ucx = "available" + (System.getProperty(UCX_TLS_PROPERTY) != null ? " (UCX_TLS="
+                + System.getProperty(UCX_TLS_PROPERTY) + ")" : "") + ": clients on this host move data through"
+                + " shared memory, others through RDMA verbs where both have a device, else UCX's tcp";
+        } else {
+            ucx = "unavailable (" + UcxTransport.probe() + "): every client stays on tcp; apt-get install libucx0";
+        }
+        RecoveryReport rr = server.store().recoveryReport();
+        out.println("rdmastore " + RdmaStoreServer.VERSION + " server");
+        out.println("  listening   " + cfg.bind() + ":" + server.port() + " (native protocol"
+            + (cfg.resp() ? " and RESP" : "") + ")");
+        out.println("  transports  tcp: always (control channel and fallback)");
+        out.println("              ucx: " + ucx);
+        out.println("  data dir    " + cfg.dataDir().toAbsolutePath() + " (fsync "
+            + cfg.fsync().name().toLowerCase(Locale.ROOT) + "; recovered " + rr.snapshotRecords()
+            + " snapshot records + " + rr.recordsReplayed() + " log records"
+            + (rr.tornTailBytesCut() > 0 ? ", cut a torn tail of " + rr.tornTailBytesCut() + " bytes" : "") + ")");
+        out.println("  password    " + (cfg.password() != null ? "required" : "not set"
+            + (cfg.bind().startsWith("127.") ? "" : " -- WARNING: anyone who can reach " + cfg.bind()
+            + " can read and write")));
+        out.println("  stop with Ctrl-C or SIGTERM (graceful: log flushed)");
+        out.flush();
+    }
+
+    /** Command line over config file over environment (password only); absent keys are left to the defaults. */
+    Map<String, String> settings() throws IOException {
+        Map<String, String> s = new LinkedHashMap<>();
+        if (config != null) {
+            s.putAll(readConfig(config));
+        }
+        String envPassword = System.getenv(PASSWORD_ENV);
+        if (envPassword != null && !envPassword.isEmpty()) {
+            s.put("password", envPassword);
+        }
+        String[][] cli = {{"port", port}, {"bind", bind}, {"data-dir", dataDir}, {"fsync", fsync},
+            {"transport", transport}, {"password", password}, {"ucx-tls", ucxTls}, {"idle-strategy", idleStrategy},
+            {"max-connections", maxConnections}, {"max-key-bytes", maxKeyBytes}, {"max-value-bytes", maxValueBytes},
+            {"max-document-bytes", maxDocumentBytes}, {"max-request-bytes", maxRequestBytes},
+            {"max-pending-reply-bytes", maxPendingReplyBytes}, {"snapshot-log-bytes", snapshotLogBytes},
+            {"handshake-timeout", handshakeTimeout}, {"resp", resp}};
+        for (String[] kv : cli) {
+            if (kv[1] != null) {
+                s.put(kv[0], kv[1]);
+            }
+        }
+        return s;
+    }
+
+    static Map<String, String> readConfig(Path file) throws IOException {
+        if (!Files.isReadable(file)) {
+            throw new UserException("config file " + file + " does not exist or cannot be read");
+        }
+        Properties p = new Properties();
+        try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            p.load(r);
+        }
+        Map<String, String> m = new LinkedHashMap<>();
+        TreeSet<String> unknown = new TreeSet<>();
+        for (String k : p.stringPropertyNames()) {
+            String key = k.trim();
+            if (KEYS.contains(key)) {
+                m.put(key, p.getProperty(k).trim());
+            } else {
+                unknown.add(key);
+            }
+        }
+        if (!unknown.isEmpty()) {
+            throw new UserException("config file " + file + ": unknown key(s) " + unknown + "; known keys: " + KEYS);
+        }
+        return m;
+    }
+
+    static ServerConfig toConfig(Map<String, String> s) {
+        ServerConfig c = new ServerConfig();
+        s.forEach((k, v) -> {
+            switch (k) {
+                case "port" -> c.port((int) Values.number(k, v, 0, 65535));
+                case "bind" -> c.bind(v);
+                case "data-dir" -> c.dataDir(Path.of(v));
+                case "fsync" -> c.fsync(fsyncPolicy(v));
+                case "transport" -> c.transport(Values.oneOf(k, v, "auto", "tcp", "ucx"));
+                case "password" -> c.password(v);
+                case "ucx-tls" -> Values.nonEmpty(k, v);
+                case "idle-strategy" -> c.ucxIdleStrategy(Values.oneOf(k, v, "backoff", "spin", "yield"));
+                case "max-connections" -> c.maxConnections((int) Values.number(k, v, 1, Integer.MAX_VALUE));
+                case "max-key-bytes" -> c.maxKeyBytes((int) Values.size(k, v, 1, Integer.MAX_VALUE));
+                case "max-value-bytes" -> c.maxValueBytes(Values.size(k, v, 1, Long.MAX_VALUE));
+                case "max-document-bytes" -> c.maxDocumentBytes((int) Values.size(k, v, 1, Integer.MAX_VALUE));
+                case "max-request-bytes" -> c.maxRequestBytes(Values.size(k, v, 1, Long.MAX_VALUE));
+                case "max-pending-reply-bytes" -> c.maxPendingReplyBytes(Values.size(k, v, 1, Long.MAX_VALUE));
+                case "snapshot-log-bytes" -> c.snapshotLogBytes(Values.size(k, v, 0, Long.MAX_VALUE));
+                case "handshake-timeout" -> c.handshakeTimeout(Values.duration(k, v));
+                case "resp" -> c.resp(Values.bool(k, v));
+                default -> throw new UserException("unknown setting " + k);
+            }
+        });
+        try {
+            return c.conclude();
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw new UserException("bad setting: " + e.getMessage(), e);
+        }
+    }
+
+    private static FsyncPolicy fsyncPolicy(String v) {
+        return FsyncPolicy.valueOf(Values.oneOf("fsync", v, "always", "everysec", "no").toUpperCase(Locale.ROOT));
+    }
+}
