@@ -534,7 +534,9 @@ final class TcpConnection implements Connection {
     @Override
     public void close() {
         closed = true;
-        channel.close();
+        // flush first: a reply offered just before close (a handshake REJECT, an error) must reach the peer
+        channel.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER)
+            .addListener(io.netty.channel.ChannelFutureListener.CLOSE);
     }
 
     @Override
