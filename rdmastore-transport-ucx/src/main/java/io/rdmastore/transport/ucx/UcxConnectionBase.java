@@ -211,7 +211,7 @@ abstract class UcxConnectionBase implements Connection {
             try {
                 // FORCE is refused for endpoints without peer error handling (which shared memory needs); a flush
                 // close is not waited for, so a dead peer cannot hold this thread
-                ep.closeNonBlockingFlush();
+                transport.closeEndpoint(ep);
             } catch (Throwable t) {
                 LOG.debug("endpoint close", t);
             }

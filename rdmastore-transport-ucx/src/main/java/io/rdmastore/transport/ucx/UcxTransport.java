@@ -34,10 +34,11 @@ import java.util.function.Supplier;
  * The UCX provider: one UCP context, one worker, one registered memory region sliced into per-connection rings, and
  * exactly one thread driving the worker.
  *
- * <p>Driving: in agent mode (default) a daemon thread runs {@link #doWork()} under an idle strategy; in invoker mode no
- * thread is started and callers drive it with {@link #doWork()}, which is then safe to call from several threads (one
- * at a time wins, the others return 0). Only the driving thread touches the worker; other threads hand it work through
- * a lock-free queue.
+ * <p>Driving: the worker is touched only by the thread holding the driver lock. In agent mode (default) a daemon thread
+ * takes the lock for each duty cycle under an idle strategy; any other thread may also call {@link #doWork()}, which
+ * takes the lock when it is free (a client thread waiting for its reply drives the worker itself instead of waiting for
+ * the agent to wake up). In invoker mode no thread is started and callers drive it. Threads that do not hold the lock
+ * hand the driver work through a lock-free queue.
  *
  * <p>Threads: all public methods are thread-safe.
  */
@@ -182,6 +183,8 @@ public final class UcxTransport implements UpgradeTransport {
     private final java.util.Set<UcpMemory> registrations = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** Remote keys unpacked for one-sided operations; driver only. */
     private final List<org.openucx.jucx.ucp.UcpRemoteKey> remoteKeys = new ArrayList<>();
+    /** Endpoint close requests still in flight; driver only. */
+    private final List<org.openucx.jucx.ucp.UcpRequest> closing = new ArrayList<>();
     private final ReentrantLock invokerLock = new ReentrantLock();
     private volatile Thread agent;
     private volatile boolean parked;
@@ -470,16 +473,11 @@ public final class UcxTransport implements UpgradeTransport {
 
     /** Whether the calling thread may use the worker now; must be paired with {@link #exitDriver()} when true. */
     boolean tryEnterDriver() {
-        if (ctx.invoker) {
-            return invokerLock.tryLock();
-        }
-        return Thread.currentThread() == agent;
+        return invokerLock.tryLock();
     }
 
     void exitDriver() {
-        if (ctx.invoker) {
-            invokerLock.unlock();
-        }
+        invokerLock.unlock();
     }
 
     /** Runs {@code task} on the driver: now when the caller is the driver, else queued. */
@@ -534,7 +532,7 @@ public final class UcxTransport implements UpgradeTransport {
 
     @Override
     public int doWork() {
-        if (cause != null || !ctx.invoker) {
+        if (cause != null || !running) {
             return 0;
         }
         if (!invokerLock.tryLock()) {
@@ -572,7 +570,7 @@ public final class UcxTransport implements UpgradeTransport {
 
     private void runAgent() {
         while (running) {
-            int work = dutyCycle();
+            int work = doWork();
             if (work > 0) {
                 idle.idle(work);
             } else {
@@ -583,7 +581,6 @@ public final class UcxTransport implements UpgradeTransport {
                 parked = false;
             }
         }
-        finish();
     }
 
     /** Registers {@code segment} (native memory) for one-sided access; returns address, length and rkey. */
@@ -626,7 +623,8 @@ public final class UcxTransport implements UpgradeTransport {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-        } else if (cause == null) {
+        }
+        if (cause == null) {
             invokerLock.lock();
             try {
                 finish();
@@ -637,6 +635,9 @@ public final class UcxTransport implements UpgradeTransport {
     }
 
     private void finish() {
+        if (context == null) {
+            return;
+        }
         Runnable r;
         while ((r = commands.poll()) != null) {
             try {
@@ -648,14 +649,32 @@ public final class UcxTransport implements UpgradeTransport {
         for (UcxConnectionBase c : new ArrayList<>(connections)) {
             c.close(new TransportException("ucx transport closed"));
         }
-        for (int i = 0; i < 100; i++) {
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        do {
             try {
                 worker.progress();
             } catch (Exception e) {
                 break;
             }
+            closing.removeIf(org.openucx.jucx.ucp.UcpRequest::isCompleted);
+        } while (!closing.isEmpty() && System.nanoTime() - deadline < 0);
+        if (!closing.isEmpty()) {
+            // destroying a worker with endpoint closes in flight aborts the process (UCX assertion); a peer that
+            // vanished never completes them, so leave this worker to the OS
+            LOG.warn("{} ucx endpoint close(s) did not complete (peer gone); leaving the worker to process exit",
+                closing.size());
+            return;
         }
         closeNative();
+    }
+
+    /** Driver: closes an endpoint without waiting; the request is tracked until the worker closes. */
+    void closeEndpoint(UcpEndpoint ep) {
+        org.openucx.jucx.ucp.UcpRequest r = ep.closeNonBlockingFlush();
+        closing.removeIf(org.openucx.jucx.ucp.UcpRequest::isCompleted);
+        if (r != null && !r.isCompleted()) {
+            closing.add(r);
+        }
     }
 
     private void closeNative() {
