@@ -84,7 +84,7 @@ final class RespCommands {
                 }
             }
             case CLIENT -> client(c, w, argv, argc);
-            case INFO -> w.verbatim(info(argv, argc));
+            case INFO -> w.verbatim(info(c, argv, argc));
             case CONFIG -> config(w, argv, argc);
             case COMMAND -> command(w, argv, argc);
             case DBSIZE -> w.integer(store.size());
@@ -607,7 +607,7 @@ final class RespCommands {
         w.simple("    Print this help.");
     }
 
-    private String info(byte[][] argv, int argc) {
+    private String info(RespConnection c, byte[][] argv, int argc) {
         List<String> wanted = new ArrayList<>();
         for (int i = 1; i < argc; i++) {
             wanted.add(utf8(argv[i]).toLowerCase(Locale.ROOT));
@@ -629,7 +629,9 @@ final class RespCommands {
         server.put("arch_bits", "64");
         server.put("process_id", Long.toString(ProcessHandle.current().pid()));
         server.put("java_version", System.getProperty("java.version"));
-        server.put("tcp_port", Integer.toString(face.port()));
+        // Without a configured port, the port this client reached is the server's port.
+        server.put("tcp_port", face.port() != 0 ? Integer.toString(face.port())
+            : c.local.substring(c.local.lastIndexOf(':') + 1));
         server.put("uptime_in_seconds", Long.toString(uptime));
         server.put("uptime_in_days", Long.toString(uptime / 86400));
         sections.put("server", server);

@@ -88,6 +88,7 @@ class RespJedisTest {
             }
             assertTrue(info.contains("db0:keys=1,"), info);
             assertTrue(info.contains("connections_tcp:"), info);
+            assertTrue(info.contains("tcp_port:" + server.port() + "\r\n"), info);
             // RESP3 sends INFO as a verbatim string; Jedis keeps its "txt:" format prefix (it does so with Redis too).
             String keyspace = j.info("keyspace");
             assertTrue(keyspace.startsWith(protocol == RedisProtocol.RESP3 ? "txt:# Keyspace" : "# Keyspace"), keyspace);
