@@ -92,7 +92,11 @@ final class ClientCore implements AutoCloseable {
         String why = null;
         if (!config.transport().equals("tcp")) {
             try {
-                Transport t = Transports.load(Transports.UCX);
+                // a client needs one ring per connection, not a server's budget; its waiting threads drive the worker
+                java.util.Properties ucx = new java.util.Properties();
+                ucx.setProperty("maxConnections", "2");
+                ucx.setProperty("memoryBudget", Long.toString(8L << 20));
+                Transport t = Transports.load(Transports.UCX, ucx);
                 if (t instanceof UpgradeTransport u) {
                     if (u.isAvailable()) {
                         ctx.upgrade(u);

@@ -22,4 +22,28 @@ public final class Transports {
             throw new TransportException("cannot load transport provider " + className + ": " + e, e);
         }
     }
+
+    /**
+     * Instantiates a provider with settings (keys documented by each provider, e.g. {@code memoryBudget}); a provider
+     * without a {@code (java.util.Properties)} constructor gets its defaults.
+     *
+     * @throws TransportException when the class is missing, cannot be built, or a setting is invalid
+     */
+    public static Transport load(String className, java.util.Properties settings) {
+        Class<?> type;
+        try {
+            type = Class.forName(className);
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new TransportException("cannot load transport provider " + className + ": " + e, e);
+        }
+        try {
+            return (Transport) type.getConstructor(java.util.Properties.class).newInstance(settings);
+        } catch (NoSuchMethodException e) {
+            return load(className);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw new TransportException("cannot build " + className + ": " + e.getCause().getMessage(), e.getCause());
+        } catch (ReflectiveOperationException | LinkageError | ClassCastException e) {
+            throw new TransportException("cannot load transport provider " + className + ": " + e, e);
+        }
+    }
 }

@@ -122,6 +122,36 @@ public final class UcxTransport implements UpgradeTransport {
             return this;
         }
 
+        /** A context from {@link UcxTransport#UcxTransport(java.util.Properties)} keys. */
+        public static Context from(java.util.Properties p) {
+            Context c = new Context();
+            try {
+                if (p.containsKey("tls")) {
+                    c.tls(p.getProperty("tls"));
+                }
+                if (p.containsKey("memoryBudget")) {
+                    c.memoryBudget(Long.parseLong(p.getProperty("memoryBudget").trim()));
+                }
+                if (p.containsKey("maxConnections")) {
+                    c.maxConnections(Integer.parseInt(p.getProperty("maxConnections").trim()));
+                }
+                if (p.containsKey("ringCapacity")) {
+                    c.ringCapacity(Integer.parseInt(p.getProperty("ringCapacity").trim()));
+                }
+                if (p.containsKey("maxMessageLength")) {
+                    c.maxMessageLength(Integer.parseInt(p.getProperty("maxMessageLength").trim()));
+                }
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("bad ucx setting: " + e.getMessage(), e);
+            }
+            c.idleStrategy(p.getProperty("idleStrategy", c.idleStrategy));
+            c.invoker(Boolean.parseBoolean(p.getProperty("invoker", Boolean.toString(c.invoker))));
+            c.messaging(p.getProperty("messaging", c.messaging));
+            c.footer(p.getProperty("footer", c.footer));
+            c.name(p.getProperty("name", c.name));
+            return c;
+        }
+
         int maxMessageLengthValue() {
             return maxMessageLength;
         }
@@ -195,6 +225,14 @@ public final class UcxTransport implements UpgradeTransport {
     /** A transport with defaults (and system properties {@code rdmastore.ucx.*}). */
     public UcxTransport() {
         this(new Context());
+    }
+
+    /**
+     * A transport configured by keys named like the {@link Context} setters ({@code tls, memoryBudget, maxConnections,
+     * ringCapacity, idleStrategy, invoker, messaging, footer, maxMessageLength, name}); missing keys keep defaults.
+     */
+    public UcxTransport(java.util.Properties settings) {
+        this(Context.from(settings));
     }
 
     public UcxTransport(Context ctx) {
