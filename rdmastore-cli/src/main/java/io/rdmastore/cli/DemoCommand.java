@@ -44,6 +44,7 @@ import picocli.CommandLine.Option;
         + " a comparison table. Takes under 30 s."})
 final class DemoCommand implements Callable<Integer> {
     static final String TLS_PROPERTY = "rdmastore.ucx.tls";
+    static final String IDLE_PROPERTY = "rdmastore.ucx.idle";
     static final String SHM_TLS = "posix,cma,self";
     static final String UCX_TCP_TLS = "tcp,self";
 
@@ -59,6 +60,10 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--value-bytes", paramLabel = "B", defaultValue = "64",
         description = "Size of the value the timed run GETs (default ${DEFAULT-VALUE}).")
     int valueBytes;
+    @Option(names = "--idle-strategy", paramLabel = "S", defaultValue = "yield",
+        description = "Idle strategy of the UCX threads, server and client: yield (default: with client and server"
+            + " in one JVM, parking costs a wake-up per round trip) | backoff | spin (needs a core per thread).")
+    String idleStrategy;
     @Option(names = "--no-ucx-tcp", description = "Skip the row of UCX over its own tcp (a second server).")
     boolean noUcxTcp;
 
@@ -78,7 +83,11 @@ final class DemoCommand implements Callable<Integer> {
         }
         long start = System.nanoTime();
         Path dir = Files.createTempDirectory("rdmastore-demo");
+        idleStrategy = Values.oneOf("--idle-strategy", idleStrategy, "backoff", "spin", "yield");
         String savedTls = System.getProperty(TLS_PROPERTY);
+        String savedIdle = System.getProperty(IDLE_PROPERTY);
+        // Clients build their UcxTransport from system properties; the server gets the strategy from its config.
+        System.setProperty(IDLE_PROPERTY, idleStrategy);
         List<Row> rows = new ArrayList<>();
         boolean ucx;
         try {
@@ -115,11 +124,8 @@ final class DemoCommand implements Callable<Integer> {
                 }
             }
         } finally {
-            if (savedTls == null) {
-                System.clearProperty(TLS_PROPERTY);
-            } else {
-                System.setProperty(TLS_PROPERTY, savedTls);
-            }
+            restore(TLS_PROPERTY, savedTls);
+            restore(IDLE_PROPERTY, savedIdle);
             deleteTree(dir);
         }
         out.println();
@@ -130,9 +136,9 @@ final class DemoCommand implements Callable<Integer> {
         return rows.stream().anyMatch(r -> r.error() != null && r.transport().equals("tcp")) ? 1 : 0;
     }
 
-    private static RdmaStoreServer startServer(Path dir) {
+    private RdmaStoreServer startServer(Path dir) {
         return new RdmaStoreServer(new ServerConfig().port(0).bind("127.0.0.1").dataDir(dir)
-            .fsync(FsyncPolicy.EVERYSEC)).start();
+            .fsync(FsyncPolicy.EVERYSEC).ucxIdleStrategy(idleStrategy)).start();
     }
 
     private Row variant(RdmaStoreServer server, String transport, String wire, String requested) {
@@ -275,6 +281,14 @@ final class DemoCommand implements Callable<Integer> {
         }
         out.println("(one connection, one request in flight, client and server in one JVM on this machine: the"
             + " ratios are the claim, not the absolute numbers)");
+    }
+
+    private static void restore(String property, String value) {
+        if (value == null) {
+            System.clearProperty(property);
+        } else {
+            System.setProperty(property, value);
+        }
     }
 
     private static String shorten(String s, int max) {
