@@ -27,6 +27,10 @@ final class Child implements AutoCloseable {
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("--sun-misc-unsafe-memory-access=allow");
         cmd.add("-Xmx1g");
+        String extra = System.getProperty("rdmastore.bench.childJvmArgs", "").trim();
+        if (!extra.isEmpty()) {
+            cmd.addAll(List.of(extra.split("\\s+")));
+        }
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(main.getName());

@@ -36,8 +36,8 @@ public final class E1RoundTrips {
 
     static UcxTransport.Context ucxContext(String variant, boolean invoker) {
         return new UcxTransport.Context().messaging(variant.equals("am") ? "am" : "ring")
-            .footer(variant.equals("ring-flush") ? "flush" : "crc").invoker(invoker).idleStrategy("spin")
-            .memoryBudget(16 << 20).maxConnections(4).ringCapacity(1 << 20);
+            .footer(variant.equals("ring-flush") ? "flush" : "crc").invoker(invoker).idleStrategy("noop")
+            .memoryBudget(16 << 20).maxConnections(4).ringCapacity(Integer.getInteger("rdmastore.bench.e1.ring", 1 << 20));
     }
 
     static String system(String variant) {
@@ -53,8 +53,10 @@ public final class E1RoundTrips {
         long windowNanos = quick ? 200_000_000L : 1_000_000_000L;
         boolean ucx = new UcxProbe().available;
         List<String> variants = new ArrayList<>();
+        List<String> wanted = List.of(System.getProperty("rdmastore.bench.e1.variants", String.join(",", VARIANTS))
+            .split(","));
         for (String v : VARIANTS) {
-            if (v.equals("tcp") || ucx) {
+            if (wanted.contains(v) && (v.equals("tcp") || ucx)) {
                 variants.add(v);
             }
         }
@@ -145,7 +147,7 @@ public final class E1RoundTrips {
         Network.Context ctx = new Network.Context().carrier(tcp);
         UcxTransport ucx = null;
         if (!variant.equals("tcp")) {
-            ucx = new UcxTransport(ucxContext(variant, true));
+            ucx = new UcxTransport(ucxContext(variant, !Boolean.getBoolean("rdmastore.bench.e1.agentClient")));
             ctx.upgrade(ucx);
         }
         try (Network network = new Network(ctx)) {
@@ -175,14 +177,23 @@ public final class E1RoundTrips {
         long n = 0;
         long expected = pong.received;
         do {
+            long stall = System.nanoTime() + STALL_NANOS;
             for (int i = 0; i < 64; i++) {
-                while (c.offer(msg) == TransportStatus.BACK_PRESSURED) {
+                int status;
+                while ((status = c.offer(msg)) == TransportStatus.BACK_PRESSURED) {
                     driver.doWork();
+                    check(stall, c, "offer");
+                }
+                if (status < 0) {
+                    throw new IllegalStateException("E1: offer failed with " + TransportStatus.describe(status)
+                        + " on " + c.describe());
                 }
                 expected++;
+                int spins = 0;
                 while (pong.received != expected) {
-                    if (driver.doWork() == 0) {
-                        Thread.onSpinWait();
+                    // no PAUSE between polls, as the raw limit does not pause either
+                    if (driver.doWork() == 0 && (++spins & 0xFFFF) == 0) {
+                        check(stall, c, "reply " + expected);
                     }
                 }
                 n++;
@@ -191,7 +202,16 @@ public final class E1RoundTrips {
         return n;
     }
 
+    private static final long STALL_NANOS = 10_000_000_000L;
+
+    private static void check(long deadline, Connection c, String what) {
+        if (System.nanoTime() - deadline > 0) {
+            throw new IllegalStateException("E1: no progress for 10 s waiting for " + what + " on " + c.describe());
+        }
+    }
+
     private static double raw(int port, int size, long windowNanos) throws Exception {
+        size += Integer.getInteger("rdmastore.bench.e1.rawExtra", 0);
         double estimate = RawPutPingPong.measure(port, size, 1000, 5000);
         long iterations = Math.max(5000, (long) (estimate * windowNanos / 1e9));
         return RawPutPingPong.measure(port, size, iterations / 4, iterations);

@@ -15,7 +15,8 @@ package io.rdmastore.transport.ucx;
  * </pre>
  * A put is not guaranteed to land in byte order on every UCX wire (cma copies with process_vm_writev), so a frame counts
  * only when its footer carries the expected sequence and a CRC matching the bytes in front of it: a torn frame is never
- * consumed. The receiver zeroes each frame after consuming it. When fewer than {@link #MIN_FRAME} bytes remain before
+ * consumed. The receiver zeroes each frame's header word and footer after consuming it (the whole frame with flush
+ * footers), so a stale frame at the head never carries the expected sequence. When fewer than {@link #MIN_FRAME} bytes remain before
  * the end of the ring both sides skip to its start; otherwise a PAD frame (no payload) tells the receiver to.
  *
  * <p>Credits: the receiver returns its consumed position in the {@code ack} word of its own frames and, when it has no

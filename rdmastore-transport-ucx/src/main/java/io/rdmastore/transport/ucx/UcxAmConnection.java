@@ -86,12 +86,19 @@ final class UcxAmConnection extends UcxConnectionBase {
         return hasPending() ? (drainPending() == 0 ? 1 : 0) : 0;
     }
 
+    @Override
+    void markReady() {
+        super.markReady();
+        flushEarly();
+    }
+
     int onAm(long seq, UcpAmData data) {
-        if (!ready && !isOpen()) {
+        if (!isOpen()) {
             return UcsConstants.STATUS.UCS_OK;
         }
         long length = data.getLength();
-        if (data.isDataValid() && seq == expectedSeq) {
+        // before the peer's OFFER is in, a reply could not be sent: hold the message until the connection is ready
+        if (ready && data.isDataValid() && seq == expectedSeq) {
             expectedSeq++;
             deliver(MemorySegment.ofAddress(data.getDataAddress()).reinterpret(length));
             flushEarly();
@@ -120,6 +127,9 @@ final class UcxAmConnection extends UcxConnectionBase {
     }
 
     private void flushEarly() {
+        if (!ready) {
+            return;
+        }
         MemorySegment next;
         while ((next = early.remove(expectedSeq)) != null) {
             expectedSeq++;

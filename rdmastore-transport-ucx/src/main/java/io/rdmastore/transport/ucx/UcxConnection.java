@@ -196,12 +196,12 @@ final class UcxConnection extends UcxConnectionBase {
             }
             expectedSeq = next(expectedSeq);
             if ((flags & PAD) != 0) {
-                ring.setMemory(pos, frame, (byte) 0);
+                release(pos, frame, footer);
                 head += toEnd;
                 continue;
             }
             receive(pos + HEADER, length, flags);
-            ring.setMemory(pos, frame, (byte) 0);
+            release(pos, frame, footer);
             head += frame;
             work++;
             if (!isOpen()) {
@@ -244,6 +244,20 @@ final class UcxConnection extends UcxConnectionBase {
         if ((flags & LAST) != 0) {
             assembling = false;
             deliver(assembly.asSlice(0, assembled));
+        }
+    }
+
+    /**
+     * Clears a consumed frame. With CRC footers only the header word and the footer need zeroing: a later frame is
+     * accepted only with the next sequence number and a CRC over its own bytes, so stale payload bytes are harmless.
+     * With flush footers (sequence only) the whole frame is zeroed.
+     */
+    private void release(int pos, int frame, int footer) {
+        if (flushFooter) {
+            ring.setMemory(pos, frame, (byte) 0);
+        } else {
+            ring.putLong(pos, 0L);
+            ring.putLong(footer, 0L);
         }
     }
 

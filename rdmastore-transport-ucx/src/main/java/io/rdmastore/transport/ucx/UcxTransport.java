@@ -27,7 +27,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 /**
@@ -215,7 +214,7 @@ public final class UcxTransport implements UpgradeTransport {
     private final List<org.openucx.jucx.ucp.UcpRemoteKey> remoteKeys = new ArrayList<>();
     /** Endpoint close requests still in flight; driver only. */
     private final List<org.openucx.jucx.ucp.UcpRequest> closing = new ArrayList<>();
-    private final ReentrantLock invokerLock = new ReentrantLock();
+    private final DriverLock invokerLock = new DriverLock();
     private volatile Thread agent;
     private volatile boolean parked;
     private volatile boolean running = true;
@@ -585,11 +584,6 @@ public final class UcxTransport implements UpgradeTransport {
 
     private int dutyCycle() {
         int work = 0;
-        try {
-            work += worker.progress();
-        } catch (Exception e) {
-            LOG.warn("ucx progress failed", e);
-        }
         Runnable r;
         while ((r = commands.poll()) != null) {
             try {
@@ -599,9 +593,15 @@ public final class UcxTransport implements UpgradeTransport {
             }
             work++;
         }
+        // rings before progress: a request that just landed is answered without waiting for a progress call
         List<UcxConnectionBase> list = connections;
         for (int i = 0; i < list.size(); i++) {
             work += list.get(i).poll();
+        }
+        try {
+            work += worker.progress();
+        } catch (Exception e) {
+            LOG.warn("ucx progress failed", e);
         }
         return work;
     }
