@@ -2,15 +2,23 @@ package io.rdmastore.bench;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.function.Supplier;
 
 /**
- * {@code rdmastore bench <E1|all> [--quick] [--out dir]}: runs experiments side by side and writes
+ * {@code rdmastore bench <id...|all> [--quick] [--out dir]}: runs experiments side by side and writes
  * {@code bench-results/<date-time>/} with report.md, one JSON, Markdown and PNG per experiment.
  */
 public final class BenchMain {
-    static final List<String> KNOWN = List.of("E1");
+    /** Every experiment, in report order. Add one line per new experiment. */
+    static final Map<String, Supplier<Experiment>> EXPERIMENTS = new LinkedHashMap<>();
+
+    static {
+        EXPERIMENTS.put("E1", E1RoundTrips::new);
+    }
 
     private BenchMain() {
     }
@@ -19,7 +27,7 @@ public final class BenchMain {
         System.exit(run(args));
     }
 
-    /** Runs and returns an exit code (0 ok, 2 usage). */
+    /** Runs and returns an exit code (0 ok, 1 an experiment failed, 2 usage). */
     public static int run(String[] args) throws Exception {
         List<String> which = new ArrayList<>();
         boolean quick = false;
@@ -41,8 +49,8 @@ public final class BenchMain {
                 default -> {
                     String id = a.toUpperCase(Locale.ROOT);
                     if (id.equals("ALL")) {
-                        which.addAll(KNOWN);
-                    } else if (KNOWN.contains(id)) {
+                        which.addAll(EXPERIMENTS.keySet());
+                    } else if (EXPERIMENTS.containsKey(id)) {
                         which.add(id);
                     } else {
                         return usage("unknown experiment '" + a + "'");
@@ -54,13 +62,24 @@ public final class BenchMain {
             return usage("name an experiment");
         }
         Report report = new Report(out, "rdmastore bench " + String.join(" ", args));
+        List<String> failed = new ArrayList<>();
         for (String id : which) {
-            switch (id) {
-                case "E1" -> new E1RoundTrips(quick).run(report);
-                default -> throw new IllegalStateException(id);
+            Experiment e = EXPERIMENTS.get(id).get();
+            System.out.println("== " + id + ": " + e.title());
+            try {
+                e.run(quick, report);
+            } catch (Exception | Error x) {
+                failed.add(id);
+                System.err.println(id + " failed: " + x);
+                x.printStackTrace();
+                report.failed(id, x);
             }
         }
         System.out.println("report: " + report.finish());
+        if (!failed.isEmpty()) {
+            System.err.println("failed experiments: " + failed);
+            return 1;
+        }
         return 0;
     }
 
@@ -68,10 +87,13 @@ public final class BenchMain {
         if (error != null) {
             System.err.println("rdmastore bench: " + error);
         }
-        System.err.println("usage: rdmastore bench <" + String.join("|", KNOWN) + "|all> [--quick] [--out DIR]");
-        System.err.println("  E1  round trips/s on one connection, 64 B and 4 KiB: tcp, ucx active messages,");
-        System.err.println("      ucx ring (crc and flush footers), raw JUCX put ping-pong (the limit)");
+        System.err.println("usage: rdmastore bench <" + String.join("|", EXPERIMENTS.keySet())
+            + "|all>... [--quick] [--out DIR]");
+        for (Map.Entry<String, Supplier<Experiment>> e : EXPERIMENTS.entrySet()) {
+            System.err.println("  " + e.getKey() + "  " + e.getValue().get().title());
+        }
         System.err.println("  --quick  a short smoke run (asserts nothing about timings)");
+        System.err.println("  --out    results directory (default bench-results); each run writes <date-time>/");
         return error == null ? 0 : 2;
     }
 }

@@ -24,14 +24,19 @@ import java.util.Map;
  * UCX active messages, the UCX ring (CRC footer and flush-then-footer), and raw JUCX put ping-pong as the limit. The
  * client drives its UCX worker from the measuring thread (invoker mode); each server echoes from its transport thread.
  */
-public final class E1RoundTrips {
+public final class E1RoundTrips implements Experiment {
     static final int[] SIZES = {64, 4096};
     static final String[] VARIANTS = {"tcp", "am", "ring", "ring-flush", "raw-put"};
 
-    private final boolean quick;
+    @Override
+    public String id() {
+        return "E1";
+    }
 
-    public E1RoundTrips(boolean quick) {
-        this.quick = quick;
+    @Override
+    public String title() {
+        return "round trips/s on one connection, 64 B and 4 KiB: tcp, ucx active messages, ucx ring (crc and flush"
+            + " footers), raw JUCX put ping-pong (the limit)";
     }
 
     static UcxTransport.Context ucxContext(String variant, boolean invoker) {
@@ -48,7 +53,8 @@ public final class E1RoundTrips {
         };
     }
 
-    public void run(Report report) throws Exception {
+    @Override
+    public void run(boolean quick, Report report) throws Exception {
         int repeats = quick ? 1 : 3;
         long windowNanos = quick ? 200_000_000L : 1_000_000_000L;
         boolean ucx = new UcxProbe().available;

@@ -47,6 +47,11 @@ public final class Report {
         summary.append(md).append("\n![").append(experiment).append("](").append(experiment).append(".png)\n\n");
     }
 
+    /** Records that an experiment failed, so the report does not silently omit it. */
+    public void failed(String experiment, Throwable cause) {
+        summary.append("## ").append(experiment).append(": FAILED\n\n```\n").append(cause).append("\n```\n\n");
+    }
+
     /** Writes report.md; returns its path. */
     public Path finish() {
         Path p = dir.resolve("report.md");
