@@ -37,7 +37,7 @@ rdmastore_ensure_pkg() {
 }
 
 rdmastore_ensure_ucx() {
-  rdmastore_ensure_pkg "ldconfig -p | grep -q 'libucp.so.0 '" libucx0
+  rdmastore_ensure_pkg "ldconfig -p 2>/dev/null | grep -c 'libucp.so.0 ' >/dev/null" libucx0
 }
 
 # JVM flags every rdmastore process needs: FFM without warnings, Netty's Unsafe use without warnings,
