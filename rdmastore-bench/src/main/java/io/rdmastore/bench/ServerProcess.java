@@ -1,0 +1,122 @@
+package io.rdmastore.bench;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * An rdmastore server in its own JVM ({@code io.rdmastore.server.RdmaStoreServer}) with a fresh data directory, for
+ * experiments that compare transports side by side. Closing stops it (SIGTERM, then SIGKILL after 10 s), deletes its
+ * data directory, and reports the CPU seconds it used.
+ */
+public final class ServerProcess implements AutoCloseable {
+    private final Process process;
+    private final Path dataDir;
+    private final int port;
+
+    private ServerProcess(Process process, Path dataDir, int port) {
+        this.process = process;
+        this.dataDir = dataDir;
+        this.port = port;
+    }
+
+    /**
+     * Starts a server on an ephemeral port.
+     *
+     * @param extraArgs server options, e.g. {@code --fsync everysec --transport auto --ucx-idle spin}
+     */
+    public static ServerProcess start(String... extraArgs) throws IOException {
+        Path dir = Files.createTempDirectory("rdmastore-bench-");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElse("java"));
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("--sun-misc-unsafe-memory-access=allow");
+        cmd.add("-Xmx2g");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add("io.rdmastore.server.RdmaStoreServer");
+        cmd.add("--port");
+        cmd.add("0");
+        cmd.add("--dir");
+        cmd.add(dir.toString());
+        cmd.addAll(List.of(extraArgs));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD);
+        pb.environment().put("UCX_ERROR_SIGNALS", "");
+        Process p = pb.start();
+        BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        String line;
+        while ((line = r.readLine()) != null && System.nanoTime() < deadline) {
+            if (line.startsWith("rdmastore listening on ")) {
+                int port = Integer.parseInt(line.substring(line.lastIndexOf(':') + 1).trim());
+                Thread drain = new Thread(() -> {
+                    try {
+                        r.transferTo(java.io.Writer.nullWriter());
+                    } catch (IOException ignored) {
+                        // server gone
+                    }
+                }, "server-stdout");
+                drain.setDaemon(true);
+                drain.start();
+                return new ServerProcess(p, dir, port);
+            }
+        }
+        p.destroyForcibly();
+        delete(dir);
+        throw new IOException("rdmastore server did not start: " + String.join(" ", extraArgs));
+    }
+
+    public int port() {
+        return port;
+    }
+
+    /** {@code rdmastore://127.0.0.1:port?transport=...} */
+    public String uri(String transport) {
+        return "rdmastore://127.0.0.1:" + port + "?transport=" + transport + "&timeout=30s";
+    }
+
+    /** CPU seconds the server process used so far (user + system), from /proc; NaN where unknown. */
+    public double cpuSeconds() {
+        return Cpu.processSeconds(process.pid());
+    }
+
+    @Override
+    public void close() {
+        process.destroy();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            process.destroyForcibly();
+        }
+        delete(dataDir);
+    }
+
+    static void delete(Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(dir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(f -> {
+                try {
+                    Files.deleteIfExists(f);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
