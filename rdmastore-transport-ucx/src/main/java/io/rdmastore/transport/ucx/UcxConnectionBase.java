@@ -154,7 +154,7 @@ abstract class UcxConnectionBase implements Connection {
     @Override
     public String describe() {
         return transport.name() + " " + wire() + " " + remoteAddress() + " ("
-            + (transport.sameHost(peer) ? "same host: shared memory" : "remote host") + ", "
+            + transport.wireKind(peer) + ", "
             + transport.context() + ")";
     }
 

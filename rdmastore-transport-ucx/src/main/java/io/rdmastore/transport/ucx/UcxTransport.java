@@ -350,17 +350,51 @@ public final class UcxTransport implements UpgradeTransport {
     @Override
     public Assessment assess(byte[] peerCapability) {
         Peer peer = Peer.parse(peerCapability);
-        String tls = ctx.tls == null ? "UCX default transports" : "UCX_TLS=" + ctx.tls;
-        if (peer.hostId().equals(hostId)) {
+        String tls = tlsInEffect();
+        String setting = tls == null ? "UCX's default transports" : "UCX_TLS=" + tls;
+        if (sameHost(peer)) {
+            if (!allowsSharedMemory()) {
+                return new Assessment(true, "peers share host " + hostId.split("/")[0] + " but " + setting
+                    + " excludes shared memory, so UCX uses " + tls);
+            }
             return new Assessment(true, "peers share host " + hostId.split("/")[0]
-                + ", so UCX moves data through shared memory where " + tls + " allows it");
+                + ", so UCX moves data through shared memory (" + setting + ")");
         }
         return new Assessment(true, "peers on different hosts; UCX uses RDMA verbs where both have a device ("
-            + tls + "), else its own tcp");
+            + setting + "), else its own tcp");
+    }
+
+    /** The UCX_TLS this context runs with: its own setting, else the environment's; null means UCX's default. */
+    String tlsInEffect() {
+        return ctx.tls != null ? ctx.tls : System.getenv("UCX_TLS");
+    }
+
+    /** Whether the transports in effect include a shared-memory one. */
+    boolean allowsSharedMemory() {
+        String tls = tlsInEffect();
+        if (tls == null || tls.isBlank() || tls.contains("all")) {
+            return true;
+        }
+        for (String t : tls.split(",")) {
+            String n = t.trim().replace("^", "");
+            if (n.equals("sm") || n.equals("shm") || n.equals("posix") || n.equals("sysv") || n.equals("cma")
+                || n.equals("knem") || n.equals("xpmem")) {
+                return !tls.startsWith("^");
+            }
+        }
+        return tls.startsWith("^");
     }
 
     boolean sameHost(Peer peer) {
         return peer.hostId().equals(hostId);
+    }
+
+    /** The kind of wire a connection to {@code peer} uses, in words. */
+    String wireKind(Peer peer) {
+        if (!sameHost(peer)) {
+            return "remote host";
+        }
+        return allowsSharedMemory() ? "same host: shared memory" : "same host: " + tlsInEffect();
     }
 
     @Override
