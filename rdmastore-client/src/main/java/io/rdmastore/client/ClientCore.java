@@ -96,6 +96,8 @@ final class ClientCore implements AutoCloseable {
                 java.util.Properties ucx = new java.util.Properties();
                 ucx.setProperty("maxConnections", "2");
                 ucx.setProperty("memoryBudget", Long.toString(8L << 20));
+                // the thread waiting for a reply drives the worker; the agent only serves async callers, so it parks
+                ucx.setProperty("idleStrategy", "backoff");
                 Transport t = Transports.load(Transports.UCX, ucx);
                 if (t instanceof UpgradeTransport u) {
                     if (u.isAvailable()) {
