@@ -65,6 +65,10 @@ final class NativeSession implements MessageHandler {
     private final WireReader reader = new WireReader();
     private final WireWriter writer = new WireWriter(16 * 1024);
     private final SetOptions setOptions = new SetOptions();
+    /** Phase timer, or null when the server's timing is off (then no extra clock is read). */
+    private final ServerTiming timing;
+    /** When the current request's store operation began; written by {@link #markStore()} only while timing. */
+    private long storeStartNanos;
     /** GET's zero-copy reader: appends the value to the reply, or says it is absent. Allocated once. */
     private final Function<MemorySegment, Boolean> copyValue = segment -> {
         if (segment == null) {
@@ -97,6 +101,7 @@ final class NativeSession implements MessageHandler {
         this.store = store;
         this.config = config;
         this.connection = connection;
+        this.timing = server.timing();
     }
 
     Connection connection() {
@@ -121,6 +126,7 @@ final class NativeSession implements MessageHandler {
         long id = message.get(LONG, ProtocolDescriptor.REQUEST_ID_OFFSET);
         WireWriter w = writer.header(ProtocolDescriptor.STATUS_OK, id);
         long start = System.nanoTime();
+        storeStartNanos = start;
         try {
             if (size > config.maxRequestBytes()) {
                 error(id, "ERR request of " + size + " bytes exceeds limit of " + config.maxRequestBytes()
@@ -144,8 +150,19 @@ final class NativeSession implements MessageHandler {
         } finally {
             reader.clear();
         }
-        server.recordProcessNanos(System.nanoTime() - start);
+        long executed = System.nanoTime();
+        server.recordProcessNanos(executed - start);
         send(writer);
+        if (timing != null) {
+            timing.record(opcode, storeStartNanos - start, executed - storeStartNanos, System.nanoTime() - executed);
+        }
+    }
+
+    /** Marks the end of decoding (Source) and the start of the store operation (Process) for the phase timer. */
+    private void markStore() {
+        if (timing != null) {
+            storeStartNanos = System.nanoTime();
+        }
     }
 
     private void error(long id, String text) {
@@ -175,6 +192,7 @@ final class NativeSession implements MessageHandler {
             case ProtocolDescriptor.GET -> {
                 byte[] key = key(r);
                 r.end();
+                markStore();
                 if (store.readValue(key, copyValue) != Boolean.TRUE) {
                     w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
                 }
@@ -262,6 +280,7 @@ final class NativeSession implements MessageHandler {
                 }
                 BsonDocument filter = document(r, "filter");
                 r.end();
+                markStore();
                 List<BsonDocument> docs = store.find(coll, filter, limit);
                 w.i32(docs.size());
                 for (BsonDocument d : docs) {
@@ -274,6 +293,7 @@ final class NativeSession implements MessageHandler {
                 BsonDocument filter = document(r, "filter");
                 BsonDocument update = document(r, "update");
                 r.end();
+                markStore();
                 boolean upsert = (flags & ProtocolDescriptor.DOC_UPSERT) != 0;
                 UpdateResult u = (flags & ProtocolDescriptor.DOC_MANY) != 0
                     ? store.updateMany(coll, filter, update, upsert) : store.updateOne(coll, filter, update, upsert);
@@ -289,6 +309,7 @@ final class NativeSession implements MessageHandler {
                 int flags = flags(r, ProtocolDescriptor.DOC_MANY);
                 BsonDocument filter = document(r, "filter");
                 r.end();
+                markStore();
                 w.i64((flags & ProtocolDescriptor.DOC_MANY) != 0 ? store.deleteMany(coll, filter)
                     : store.deleteOne(coll, filter));
             }
@@ -343,6 +364,7 @@ final class NativeSession implements MessageHandler {
         setOptions.reset().ifAbsent((flags & ProtocolDescriptor.SET_NX) != 0)
             .ifPresent((flags & ProtocolDescriptor.SET_XX) != 0)
             .expireAtMillis(ttl > 0 ? saturatedAdd(System.currentTimeMillis(), ttl) : -1);
+        markStore();
         SetResult result = store.set(key, value, setOptions);
         if (!result.written()) {
             w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
@@ -432,6 +454,7 @@ final class NativeSession implements MessageHandler {
             docs.add(document(r, "document"));
         }
         r.end();
+        markStore();
         List<BsonValue> ids = store.insertMany(coll, docs);
         w.i32(ids.size());
         for (BsonValue v : ids) {

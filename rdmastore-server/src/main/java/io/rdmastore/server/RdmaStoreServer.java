@@ -60,6 +60,8 @@ public final class RdmaStoreServer implements AutoCloseable {
     private final AtomicLong clientIds = new AtomicLong();
     private final Recorder processRecorder = new Recorder(3);
     private final Histogram processHistogram = new Histogram(3);
+    /** Per-opcode Source / Process / Sink sums; null unless {@link ServerConfig#timing()} is on. */
+    private final ServerTiming timing;
     private final long startMillis = System.currentTimeMillis();
     private final CountDownLatch closedLatch = new CountDownLatch(1);
     private ScheduledThreadPoolExecutor retry;
@@ -76,6 +78,7 @@ public final class RdmaStoreServer implements AutoCloseable {
 
     public RdmaStoreServer(ServerConfig config) {
         this.config = config;
+        this.timing = config.timing() ? new ServerTiming() : null;
     }
 
     /**
@@ -246,6 +249,11 @@ public final class RdmaStoreServer implements AutoCloseable {
         return retry;
     }
 
+    /** The per-opcode phase timer, or null when timing is off (the sessions then read no clock for it). */
+    ServerTiming timing() {
+        return timing;
+    }
+
     /** Records one store operation's processing time; wait-free, no allocation. */
     void recordProcessNanos(long nanos) {
         processRecorder.recordValue(nanos);
@@ -336,6 +344,12 @@ public final class RdmaStoreServer implements AutoCloseable {
         latency.put("process_p999_ns", String.valueOf(h.getValueAtPercentile(99.9)));
         latency.put("process_max_ns", String.valueOf(h.getMaxValue()));
         out.put("latency", latency);
+        Map<String, String> phases = new LinkedHashMap<>();
+        phases.put("timing", timing != null ? "on" : "off");
+        if (timing != null) {
+            phases.putAll(timing.snapshot());
+        }
+        out.put("timing", phases);
         return out;
     }
 
@@ -478,7 +492,7 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("rdmastore: " + e.getMessage());
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
-                + " [--ucx-idle backoff|spin|yield] [--no-resp]");
+                + " [--ucx-idle backoff|spin|yield] [--no-resp] [--timing]");
             System.exit(2);
             return;
         }
@@ -502,6 +516,10 @@ public final class RdmaStoreServer implements AutoCloseable {
             String a = args[i];
             if (a.equals("--no-resp")) {
                 c.resp(false);
+                continue;
+            }
+            if (a.equals("--timing")) {
+                c.timing(true);
                 continue;
             }
             if (i + 1 >= args.length) {

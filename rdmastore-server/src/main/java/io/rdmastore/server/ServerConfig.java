@@ -33,6 +33,7 @@ public final class ServerConfig {
     private Duration handshakeTimeout = Duration.ofSeconds(5);
     private long snapshotLogBytes = StoreConfig.DEFAULT_SNAPSHOT_LOG_BYTES;
     private boolean resp = true;
+    private boolean timing;
 
     /** Address to bind; default {@code 127.0.0.1} (loopback only) so a fresh server is not exposed. */
     public ServerConfig bind(String value) {
@@ -139,6 +140,15 @@ public final class ServerConfig {
         return this;
     }
 
+    /**
+     * Whether the server times each native request's Source / Process / Sink phases (paper 000's breakdown) and
+     * reports the sums per opcode in INFO's {@code Timing} section; default false, and then no clock is read for it.
+     */
+    public ServerConfig timing(boolean value) {
+        timing = value;
+        return this;
+    }
+
     public String bind() {
         return bind;
     }
@@ -203,6 +213,10 @@ public final class ServerConfig {
         return resp;
     }
 
+    public boolean timing() {
+        return timing;
+    }
+
     /**
      * Validates every setting once and fills derived defaults.
      *
@@ -261,6 +275,7 @@ public final class ServerConfig {
     @Override
     public String toString() {
         return "bind=" + bind + " port=" + port + " dataDir=" + dataDir + " fsync=" + fsync + " transport=" + transport
-            + " password=" + (password != null ? "set" : "none") + " maxConnections=" + maxConnections;
+            + " password=" + (password != null ? "set" : "none") + " maxConnections=" + maxConnections
+            + (timing ? " timing=on" : "");
     }
 }
