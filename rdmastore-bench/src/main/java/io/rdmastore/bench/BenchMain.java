@@ -18,6 +18,7 @@ public final class BenchMain {
 
     static {
         EXPERIMENTS.put("E1", E1RoundTrips::new);
+        EXPERIMENTS.put("E2", E2Latency::new);
     }
 
     private BenchMain() {
