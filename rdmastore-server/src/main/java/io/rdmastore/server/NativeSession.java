@@ -327,6 +327,10 @@ final class NativeSession implements MessageHandler {
                 r.end();
                 snapshot(id);
             }
+            case ProtocolDescriptor.BLOB_GET -> server.blobs().get(this, r, w);
+            case ProtocolDescriptor.BLOB_GET_DONE -> server.blobs().getDone(this, r, w);
+            case ProtocolDescriptor.BLOB_PUT -> server.blobs().put(this, id, r, w);
+            case ProtocolDescriptor.BLOB_DEL -> server.blobs().delete(r, w);
             default -> error(id, "ERR unknown opcode " + String.format("0x%02x", opcode)
                 + " (this server speaks native protocol version " + ProtocolDescriptor.VERSION + ")");
         }
@@ -462,6 +466,32 @@ final class NativeSession implements MessageHandler {
         }
     }
 
+    /**
+     * Holds this request's place in the reply order for a reply given later by {@link #completeDeferred}; called on
+     * the transport thread inside {@code onMessage}, which then sends nothing for the request.
+     */
+    Object deferReply() {
+        PendingReply placeholder = new PendingReply(null);
+        synchronized (this) {
+            queue.add(placeholder);
+            queued = queue.size();
+        }
+        writer.reset();
+        return placeholder;
+    }
+
+    /** Gives a deferred reply its bytes (any thread) and sends whatever is now ready, in order. */
+    void completeDeferred(Object placeholder, byte[] reply) {
+        synchronized (this) {
+            ((PendingReply) placeholder).bytes = reply;
+            if (closed) {
+                return;
+            }
+            queuedBytes += reply.length;
+            drainLocked();
+        }
+    }
+
     /** SNAPSHOT runs in the store's background; its reply holds its place in the queue so later replies wait. */
     private void snapshot(long id) {
         PendingReply placeholder = new PendingReply(null);
@@ -579,6 +609,7 @@ final class NativeSession implements MessageHandler {
             queuedBytes = 0;
             queued = 0;
         }
+        server.blobs().sessionClosed(this);
         server.sessionClosed(this, cause);
     }
 }

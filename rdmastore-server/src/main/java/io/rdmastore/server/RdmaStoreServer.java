@@ -66,6 +66,7 @@ public final class RdmaStoreServer implements AutoCloseable {
     private final CountDownLatch closedLatch = new CountDownLatch(1);
     private ScheduledThreadPoolExecutor retry;
     private Store store;
+    private BlobService blobs;
     private TcpTransport tcp;
     private UcxTransport ucx;
     private String ucxStatus = "not loaded";
@@ -117,6 +118,8 @@ public final class RdmaStoreServer implements AutoCloseable {
 
         Path dir = config.dataDir().toAbsolutePath();
         store = Store.open(config.storeConfig().dataDir(dir));
+        blobs = new BlobService(config.blobConfig().directory(dir.resolve("blobs")), retry,
+            config.blobLeaseTimeout());
         RecoveryReport rr = store.recoveryReport();
         LOG.info("data dir {} (fsync {}): recovered snapshot {} ({} records), {} log segments, {} log records,"
                 + " {} torn-tail bytes cut, in {} ms", dir, config.fsync(),
@@ -243,6 +246,25 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (cause != null) {
             LOG.debug("native client {} closed: {}", s.connection().remoteAddress(), cause.toString());
         }
+    }
+
+    BlobService blobs() {
+        return blobs;
+    }
+
+    /** Blob leases currently lent to clients (for tests and INFO). */
+    public int blobLeases() {
+        return blobs == null ? 0 : blobs.leases();
+    }
+
+    /** Blob puts currently transferring or committing. */
+    public int blobPutsInFlight() {
+        return blobs == null ? 0 : blobs.putsInFlight();
+    }
+
+    /** The blob store (after {@link #start()}). */
+    public io.rdmastore.store.blob.BlobStore blobStore() {
+        return blobs.store();
     }
 
     ScheduledExecutorService retryExecutor() {
@@ -443,6 +465,9 @@ public final class RdmaStoreServer implements AutoCloseable {
         }
         if (resp != null) {
             quietly("RESP connections", resp::closeAll);
+        }
+        if (blobs != null) {
+            quietly("blobs", blobs::close);
         }
         if (store != null) {
             quietly("store flush", store::flush);

@@ -34,6 +34,8 @@ public final class ServerConfig {
     private long snapshotLogBytes = StoreConfig.DEFAULT_SNAPSHOT_LOG_BYTES;
     private boolean resp = true;
     private boolean timing;
+    private io.rdmastore.store.blob.BlobConfig blobConfig = new io.rdmastore.store.blob.BlobConfig();
+    private Duration blobLeaseTimeout = Duration.ofSeconds(60);
 
     /** Address to bind; default {@code 127.0.0.1} (loopback only) so a fresh server is not exposed. */
     public ServerConfig bind(String value) {
@@ -132,6 +134,30 @@ public final class ServerConfig {
     public ServerConfig snapshotLogBytes(long value) {
         snapshotLogBytes = value;
         return this;
+    }
+
+    /**
+     * Blob settings (threshold, maximum size, disk reserve, fsync); the directory is always {@code <dataDir>/blobs}.
+     */
+    public ServerConfig blobConfig(io.rdmastore.store.blob.BlobConfig value) {
+        blobConfig = value;
+        return this;
+    }
+
+    /** How long a client may hold a blob lease (BLOB_GET) before the server ends it; default 60 s. */
+    public ServerConfig blobLeaseTimeout(Duration value) {
+        blobLeaseTimeout = value;
+        return this;
+    }
+
+    /** The blob settings. */
+    public io.rdmastore.store.blob.BlobConfig blobConfig() {
+        return blobConfig;
+    }
+
+    /** The blob lease time-out. */
+    public Duration blobLeaseTimeout() {
+        return blobLeaseTimeout;
     }
 
     /** Whether the RESP face shares the port; default true. */

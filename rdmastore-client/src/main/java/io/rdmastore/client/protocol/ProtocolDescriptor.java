@@ -41,8 +41,16 @@ public final class ProtocolDescriptor {
     public static final byte DOC_COUNT = 19;
     public static final byte INFO = 20;
     public static final byte SNAPSHOT = 21;
+    /** Put a blob the server pulls from the client's registered buffer (docs/blobs.md). */
+    public static final byte BLOB_PUT = 22;
+    /** Lease a blob's registered view for one one-sided transfer. */
+    public static final byte BLOB_GET = 23;
+    /** End a lease taken by BLOB_GET. */
+    public static final byte BLOB_GET_DONE = 24;
+    /** Delete a blob. */
+    public static final byte BLOB_DEL = 25;
     /** One more than the highest opcode. */
-    public static final int OPCODE_LIMIT = 22;
+    public static final int OPCODE_LIMIT = 26;
 
     // ---- reply statuses ----
     /** Success; the body depends on the opcode. */
@@ -69,7 +77,8 @@ public final class ProtocolDescriptor {
 
     private static final String[] NAMES = {
         "0", "PING", "GET", "SET", "DEL", "EXISTS", "PEXPIRE", "PTTL", "INCRBY", "HSET", "HGET", "HGETALL", "HDEL",
-        "MGET", "MSET", "DOC_INSERT", "DOC_FIND", "DOC_UPDATE", "DOC_DELETE", "DOC_COUNT", "INFO", "SNAPSHOT"
+        "MGET", "MSET", "DOC_INSERT", "DOC_FIND", "DOC_UPDATE", "DOC_DELETE", "DOC_COUNT", "INFO", "SNAPSHOT",
+        "BLOB_PUT", "BLOB_GET", "BLOB_GET_DONE", "BLOB_DEL"
     };
 
     private ProtocolDescriptor() {

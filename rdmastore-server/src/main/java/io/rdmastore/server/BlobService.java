@@ -1,0 +1,352 @@
+package io.rdmastore.server;
+
+import io.rdmastore.client.protocol.ProtocolDescriptor;
+import io.rdmastore.client.protocol.ProtocolException;
+import io.rdmastore.client.protocol.WireReader;
+import io.rdmastore.client.protocol.WireWriter;
+import io.rdmastore.store.StoreException;
+import io.rdmastore.store.blob.BlobConfig;
+import io.rdmastore.store.blob.BlobStore;
+import io.rdmastore.store.blob.BlobVersion;
+import io.rdmastore.store.blob.BlobWrite;
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.RegisteredMemory;
+import io.rdmastore.transport.RemoteMemory;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The blob opcodes (docs/blobs.md): BLOB_GET lends the client a registered view of one blob version for one transfer
+ * (a lease), BLOB_PUT pulls the client's lent buffer with one-sided reads into a temporary file and commits it once the
+ * CRC32C matches, BLOB_DEL deletes. The same code serves every transport: over tcp the provider emulates the one-sided
+ * reads by streaming chunks.
+ *
+ * <p>Threads: the request methods run on the session's transport thread and never block it: a put's reads are chained
+ * futures (completed on the transport thread), its CRC check, fsync and rename run on this service's commit thread,
+ * and its reply keeps its place in the session's reply order through a deferred reply. Leases end on BLOB_GET_DONE, on
+ * their time-out (timer thread) or when the session closes, whichever comes first, exactly once.
+ *
+ * <p>Memory: a leased version stays mapped (and its file on disk) until its last lease ends, whatever overwrites or
+ * deletes happen meanwhile, so a reader never sees a mix of versions. Each lease registers the mapping once.
+ */
+final class BlobService implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(BlobService.class);
+    /** Bytes per one-sided read of a put; several are in flight. */
+    static final long CHUNK_BYTES = 16L << 20;
+    /** One-sided reads of one put in flight. */
+    static final int WINDOW = 4;
+
+    private final BlobStore store;
+    private final ScheduledExecutorService timer;
+    private final ExecutorService committer;
+    private final long leaseTimeoutMillis;
+    private final AtomicLong leaseIds = new AtomicLong();
+    private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
+    private final AtomicInteger putsInFlight = new AtomicInteger();
+
+    /** One lent blob version. */
+    private final class Lease {
+        final long id;
+        final NativeSession session;
+        final BlobVersion version;
+        final RegisteredMemory registration;
+        final AtomicBoolean ended = new AtomicBoolean();
+        volatile ScheduledFuture<?> expiry;
+
+        Lease(long id, NativeSession session, BlobVersion version, RegisteredMemory registration) {
+            this.id = id;
+            this.session = session;
+            this.version = version;
+            this.registration = registration;
+        }
+
+        boolean end() {
+            if (!ended.compareAndSet(false, true)) {
+                return false;
+            }
+            leases.remove(id);
+            ScheduledFuture<?> f = expiry;
+            if (f != null) {
+                f.cancel(false);
+            }
+            try {
+                if (registration != null) {
+                    registration.close();
+                }
+            } finally {
+                version.release();
+            }
+            return true;
+        }
+    }
+
+    BlobService(BlobConfig config, ScheduledExecutorService timer, Duration leaseTimeout) {
+        this.store = BlobStore.open(config);
+        this.timer = timer;
+        this.leaseTimeoutMillis = leaseTimeout.toMillis();
+        this.committer = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "rdmastore-blob-commit");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    BlobStore store() {
+        return store;
+    }
+
+    int leases() {
+        return leases.size();
+    }
+
+    int putsInFlight() {
+        return putsInFlight.get();
+    }
+
+    // ---- BLOB_GET / BLOB_GET_DONE ----
+
+    /** Request: key:bytes. Reply: version:i64, length:i64, crc32c:i32, leaseId:i64, descriptor:bytes; NULL if none. */
+    void get(NativeSession session, WireReader r, WireWriter w) {
+        byte[] key = r.bytes("key", BlobConfig.MAX_KEY_BYTES);
+        r.end();
+        BlobVersion v = store.acquire(key);
+        if (v == null) {
+            w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+            return;
+        }
+        RegisteredMemory reg = null;
+        try {
+            Connection c = session.connection();
+            if (v.length() > 0) {
+                reg = c.register(v.segment());
+            }
+            Lease lease = new Lease(leaseIds.incrementAndGet(), session, v, reg);
+            leases.put(lease.id, lease);
+            lease.expiry = timer.schedule(() -> {
+                if (lease.end()) {
+                    LOG.info("blob lease {} of {} expired after {} ms", lease.id, c.remoteAddress(),
+                        leaseTimeoutMillis);
+                }
+            }, leaseTimeoutMillis, TimeUnit.MILLISECONDS);
+            w.i64(v.version()).i64(v.length()).i32(v.crc32c()).i64(lease.id);
+            w.bytes(reg == null ? new byte[0] : reg.descriptor());
+            if (!c.isOpen()) {
+                // A close that raced the lease: the session's close sweep may have run already.
+                lease.end();
+            }
+        } catch (RuntimeException e) {
+            if (reg != null) {
+                reg.close();
+            }
+            v.release();
+            throw e;
+        }
+    }
+
+    /** Request: leaseId:i64. Reply: OK, or NULL when the lease already ended (time-out). */
+    void getDone(NativeSession session, WireReader r, WireWriter w) {
+        long id = r.i64("lease id");
+        r.end();
+        Lease lease = leases.get(id);
+        if (lease == null || lease.session != session || !lease.end()) {
+            w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+        }
+    }
+
+    // ---- BLOB_DEL ----
+
+    /** Request: key:bytes. Reply: deleted:i64 (1 or 0). */
+    void delete(WireReader r, WireWriter w) {
+        byte[] key = r.bytes("key", BlobConfig.MAX_KEY_BYTES);
+        r.end();
+        w.i64(store.delete(key) ? 1 : 0);
+    }
+
+    // ---- BLOB_PUT ----
+
+    /**
+     * Request: key:bytes, length:i64, crc32c:i32, descriptor:bytes (the client's registered buffer). Reply after the
+     * data is pulled, verified and durable: version:i64. Limits and free space are checked before any data moves.
+     */
+    void put(NativeSession session, long requestId, WireReader r, WireWriter w) {
+        byte[] key = r.bytes("key", BlobConfig.MAX_KEY_BYTES);
+        long length = r.i64("length");
+        int crc = r.i32("crc32c");
+        byte[] descriptor = r.bytes("descriptor", 64 * 1024);
+        r.end();
+        if (length < 0) {
+            throw new ProtocolException("negative blob length " + length);
+        }
+        Connection c = session.connection();
+        RemoteMemory remote = null;
+        if (length > 0) {
+            remote = c.remoteMemory(descriptor);
+            if (remote.length() < length) {
+                throw new ProtocolException("the lent buffer holds " + remote.length() + " bytes, less than the blob's "
+                    + length);
+            }
+        }
+        BlobWrite write = store.begin(key, length);
+        RegisteredMemory local;
+        try {
+            local = length > 0 ? c.register(write.segment()) : null;
+        } catch (RuntimeException e) {
+            store.abort(write);
+            throw e;
+        }
+        Object placeholder = session.deferReply();
+        putsInFlight.incrementAndGet();
+        new Pull(session, requestId, c, remote, local, write, crc, placeholder).pump();
+    }
+
+    /** One put's chained one-sided reads; pumps more reads as earlier ones complete. */
+    private final class Pull {
+        final NativeSession session;
+        final long requestId;
+        final Connection connection;
+        final RemoteMemory remote;
+        final RegisteredMemory local;
+        final BlobWrite write;
+        final int crc;
+        final Object placeholder;
+        final long length;
+        long next;
+        int inflight;
+        boolean pumping;
+        boolean finished;
+        Throwable failure;
+
+        Pull(NativeSession session, long requestId, Connection connection, RemoteMemory remote, RegisteredMemory local,
+             BlobWrite write, int crc, Object placeholder) {
+            this.session = session;
+            this.requestId = requestId;
+            this.connection = connection;
+            this.remote = remote;
+            this.local = local;
+            this.write = write;
+            this.crc = crc;
+            this.placeholder = placeholder;
+            this.length = write.length();
+        }
+
+        void pump() {
+            boolean finish;
+            synchronized (this) {
+                if (pumping) {
+                    return;
+                }
+                pumping = true;
+                try {
+                    while (failure == null && next < length && inflight < WINDOW) {
+                        long off = next;
+                        long n = Math.min(CHUNK_BYTES, length - off);
+                        next += n;
+                        inflight++;
+                        try {
+                            connection.read(remote, off, local, off, n).whenComplete((ok, err) -> chunkDone(err));
+                        } catch (RuntimeException e) {
+                            inflight--;
+                            failure = e;
+                        }
+                    }
+                } finally {
+                    pumping = false;
+                }
+                finish = !finished && inflight == 0 && (failure != null || next >= length);
+                if (finish) {
+                    finished = true;
+                }
+            }
+            if (finish) {
+                finish();
+            }
+        }
+
+        void chunkDone(Throwable err) {
+            synchronized (this) {
+                inflight--;
+                if (err != null && failure == null) {
+                    failure = err;
+                }
+            }
+            pump();
+        }
+
+        /** Runs once, with no read in flight, so the mapping can go whatever the outcome. */
+        private void finish() {
+            if (local != null) {
+                local.close();
+            }
+            if (failure != null) {
+                store.abort(write);
+                putsInFlight.decrementAndGet();
+                Throwable cause = failure.getCause() != null && failure instanceof java.util.concurrent.CompletionException
+                    ? failure.getCause() : failure;
+                LOG.info("blob put from {} failed during transfer: {}", connection.remoteAddress(), cause.toString());
+                reply(error("ERR blob transfer failed: " + cause.getMessage() + "; nothing was stored"));
+                return;
+            }
+            committer.execute(() -> {
+                byte[] reply;
+                try {
+                    BlobVersion v = store.commit(write, crc);
+                    reply = new WireWriter(32).header(ProtocolDescriptor.STATUS_OK, requestId).i64(v.version())
+                        .toByteArray();
+                } catch (StoreException e) {
+                    reply = error(NativeSession.storeError(e));
+                } catch (RuntimeException e) {
+                    LOG.warn("blob commit failed", e);
+                    store.abort(write);
+                    reply = error("ERR internal error in BLOB_PUT: " + e);
+                } finally {
+                    putsInFlight.decrementAndGet();
+                }
+                reply(reply);
+            });
+        }
+
+        private byte[] error(String text) {
+            return new WireWriter(256).header(ProtocolDescriptor.STATUS_ERROR, requestId).rawString(text).toByteArray();
+        }
+
+        private void reply(byte[] bytes) {
+            session.completeDeferred(placeholder, bytes);
+        }
+    }
+
+    /** Ends the session's leases; its puts fail on their own as their reads fail with the connection. */
+    void sessionClosed(NativeSession session) {
+        for (Lease lease : leases.values()) {
+            if (lease.session == session) {
+                lease.end();
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        for (Lease lease : leases.values()) {
+            lease.end();
+        }
+        committer.shutdown();
+        try {
+            if (!committer.awaitTermination(10, TimeUnit.SECONDS)) {
+                LOG.warn("blob commits still running after 10 s at close");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        store.close();
+    }
+}
