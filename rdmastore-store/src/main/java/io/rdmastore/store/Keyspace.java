@@ -113,6 +113,16 @@ final class Keyspace {
 
     void applyStringPut(Key k, long expireAt, ByteBuffer src, int len) {
         Shard s = shard(k);
+        Entry old = s.map.get(k);
+        if (old != null && old.type == STRING && fitsInPlace(old.string.byteSize(), len)) {
+            // Overwriting a string of about the same size (the common SET) reuses its memory: no free, no malloc.
+            // Readers hold the read lock and we hold the write lock, so none sees the bytes change.
+            MemorySegment.copy(MemorySegment.ofBuffer(src.slice(src.position(), len)), 0, old.string, 0, len);
+            src.position(src.position() + len);
+            old.length = len;
+            setExpire(s, old, expireAt);
+            return;
+        }
         MemorySegment seg = memory.allocate(len);
         MemorySegment.copy(MemorySegment.ofBuffer(src.slice(src.position(), len)), 0, seg, 0, len);
         src.position(src.position() + len);
@@ -120,6 +130,11 @@ final class Keyspace {
         Entry e = create(s, k, STRING, expireAt);
         e.string = seg;
         e.length = len;
+    }
+
+    /** Reuse a block when the value fits and would not leave more than about half of it idle. */
+    private static boolean fitsInPlace(long capacity, int len) {
+        return capacity >= len && capacity <= 2L * len + 64;
     }
 
     void applyStringWriteAt(Key k, long offset, ByteBuffer src, int len) {
