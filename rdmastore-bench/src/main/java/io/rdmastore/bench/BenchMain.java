@@ -19,6 +19,7 @@ public final class BenchMain {
     static {
         EXPERIMENTS.put("E1", E1RoundTrips::new);
         EXPERIMENTS.put("E2", E2Latency::new);
+        EXPERIMENTS.put("E4", E4Crud::new);
         EXPERIMENTS.put("E3", E3Zipf::new);
         EXPERIMENTS.put("YCSB", YcsbWorkloads::new);
     }
