@@ -22,6 +22,7 @@ public final class BenchMain {
         EXPERIMENTS.put("E4", E4Crud::new);
         EXPERIMENTS.put("E3", E3Zipf::new);
         EXPERIMENTS.put("YCSB", YcsbWorkloads::new);
+        EXPERIMENTS.put("RESP", RespBenchmark::new);
     }
 
     private BenchMain() {
