@@ -362,6 +362,22 @@ final class ClientCore implements AutoCloseable {
         return idle + 1;
     }
 
+    /** The live session's connection (connecting first when needed); for one-sided blob transfers. */
+    Connection connection() {
+        return session().connection;
+    }
+
+    /** One round of driving the transports when the live session needs its waiting threads to; the work done. */
+    int driveIfNeeded() {
+        Session s = session;
+        return s != null && s.driven ? driveTransports() : 0;
+    }
+
+    /** One step of the spin, yield, park back-off used by waiting threads; returns the new idle count. */
+    static int idleStep(int idle, int work) {
+        return idle(idle, work);
+    }
+
     /** Waits for a call of this client's current session. */
     <T> T await(Call<T> call, Duration timeout) {
         return await(session, call, timeout);

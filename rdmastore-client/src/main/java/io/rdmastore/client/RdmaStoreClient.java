@@ -244,6 +244,11 @@ public final class RdmaStoreClient implements AutoCloseable {
         return call(ProtocolDescriptor.GET, w -> w.bytes(k), VALUE_REPLY);
     }
 
+    /** Blob operations (large values as server-side files, moved one-sided), with this client's time-out. */
+    public BlobClient blobs() {
+        return new BlobClient(core, timeout);
+    }
+
     public byte[] get(byte[] key) {
         return sync(getAsync(key));
     }
