@@ -4,13 +4,13 @@ package io.rdmastore.transport.ucx;
  * Byte layout of the message ring (papers 001 and 003).
  *
  * <p>A ring is a power-of-two array of bytes in registered memory, zeroed, owned by the receiver. The sender writes each
- * frame with one put at its tail; frames are 8-byte aligned and never wrap:
+ * frame with one put at its tail; frames start on 64-byte cache lines and never wrap:
  * <pre>
  *   0  int   payload length
  *   4  int   flags        PRESENT, plus FIRST | LAST | PAD; never 0 in a written frame
  *   8  long  ack          the sender's consumed position of the reverse ring (piggy-backed credit)
- *  16  ...   payload      length bytes, then zero padding to 8
- *   F  int   sequence     frame number in this direction, starting at 1, never 0
+ *  16  ...   payload      length bytes, then padding (any bytes, covered by the CRC) up to the footer
+ *   F  int   sequence     frame number in this direction, starting at 1, never 0; F = frame length - 8
  * F+4  int   crc          CRC32C of header, payload and sequence
  * </pre>
  * A put is not guaranteed to land in byte order on every UCX wire (cma copies with process_vm_writev), so a frame counts
@@ -26,8 +26,9 @@ package io.rdmastore.transport.ucx;
 final class RingDescriptor {
     static final int HEADER = 16;
     static final int FOOTER = 8;
-    static final int MIN_FRAME = HEADER + FOOTER;
-    static final int ALIGN = 8;
+    /** Frames start on cache lines, so a 64-byte message touches two lines, not three. */
+    static final int ALIGN = 64;
+    static final int MIN_FRAME = ALIGN;
 
     static final int LENGTH_OFFSET = 0;
     static final int FLAGS_OFFSET = 4;
@@ -52,6 +53,6 @@ final class RingDescriptor {
 
     /** Total bytes a frame with {@code payload} bytes occupies. */
     static int frameLength(int payload) {
-        return align(HEADER + payload) + FOOTER;
+        return align(HEADER + payload + FOOTER);
     }
 }

@@ -365,7 +365,6 @@ final class UcxConnection extends UcxConnectionBase {
             tail += toEnd;
             pos = 0;
         }
-        mirror.putLong(pos + frame - FOOTER - 8, 0L); // zero the alignment padding before the footer
         MemorySegment.copy(src, srcOffset, mirrorSegment, pos + HEADER, length);
         compose(pos, length, flags);
         put(e, pos, frame);

@@ -513,7 +513,7 @@ public final class UcxTransport implements UpgradeTransport {
 
     /** Returns a slot after a grace period, so puts a closing peer still had in flight cannot hit a new owner. */
     void releaseSlot(int slot) {
-        quarantine.addLast(new long[] {slot, System.nanoTime() + 2_000_000_000L});
+        quarantine.addLast(new long[] {slot, System.nanoTime() + 500_000_000L});
     }
 
     long slotAddress(int slot) {
@@ -555,6 +555,8 @@ public final class UcxTransport implements UpgradeTransport {
     void execute(Runnable task) {
         if (tryEnterDriver()) {
             try {
+                // tasks queued earlier (possibly by this thread, while another held the lock) run first: FIFO
+                runCommands();
                 task.run();
             } finally {
                 exitDriver();
@@ -563,6 +565,21 @@ public final class UcxTransport implements UpgradeTransport {
         }
         commands.offer(task);
         wake();
+    }
+
+    /** Driver: runs the queued commands; returns how many ran. */
+    private int runCommands() {
+        int n = 0;
+        Runnable r;
+        while ((r = commands.poll()) != null) {
+            try {
+                r.run();
+            } catch (Throwable t) {
+                LOG.warn("ucx command failed", t);
+            }
+            n++;
+        }
+        return n;
     }
 
     /** Runs {@code task} on the driver and waits for its result (driving the worker in invoker mode). */
@@ -617,16 +634,7 @@ public final class UcxTransport implements UpgradeTransport {
     }
 
     private int dutyCycle() {
-        int work = 0;
-        Runnable r;
-        while ((r = commands.poll()) != null) {
-            try {
-                r.run();
-            } catch (Throwable t) {
-                LOG.warn("ucx command failed", t);
-            }
-            work++;
-        }
+        int work = runCommands();
         // rings before progress: a request that just landed is answered without waiting for a progress call
         List<UcxConnectionBase> list = connections;
         for (int i = 0; i < list.size(); i++) {
