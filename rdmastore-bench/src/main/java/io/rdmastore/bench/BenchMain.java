@@ -20,6 +20,7 @@ public final class BenchMain {
         EXPERIMENTS.put("E1", E1RoundTrips::new);
         EXPERIMENTS.put("E2", E2Latency::new);
         EXPERIMENTS.put("E4", E4Crud::new);
+        EXPERIMENTS.put("E5", E5Blobs::new);
         EXPERIMENTS.put("E3", E3Zipf::new);
         EXPERIMENTS.put("YCSB", YcsbWorkloads::new);
         EXPERIMENTS.put("RESP", RespBenchmark::new);
