@@ -71,9 +71,14 @@ public final class E2Latency implements Experiment {
         int count = quick ? 300 : 50_000;
         long budgetNanos = quick ? 200_000_000L : 2_000_000_000L;
         boolean redis = RedisServer.ensureInstalled();
-        List<String> systems = new ArrayList<>(List.of("rdmastore-ucx", "rdmastore-tcp"));
-        if (redis) {
-            systems.add("redis");
+        // -Drdmastore.bench.e2.systems=rdmastore-ucx,... narrows a run while looking into one system
+        List<String> wanted = List.of(System.getProperty("rdmastore.bench.e2.systems",
+            "rdmastore-ucx,rdmastore-tcp,redis").split(","));
+        List<String> systems = new ArrayList<>();
+        for (String s : List.of("rdmastore-ucx", "rdmastore-tcp", "redis")) {
+            if (wanted.contains(s) && (redis || !s.equals("redis"))) {
+                systems.add(s);
+            }
         }
         List<Result> results = new ArrayList<>();
         Progress progress = new Progress("E2", systems.size() * sizes.length * OPS.length);
