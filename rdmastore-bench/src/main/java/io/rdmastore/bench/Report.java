@@ -7,13 +7,20 @@ import java.nio.file.Path;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Collectors;
 
-/** Writes one run's results: {@code <experiment>.json}, {@code <experiment>.md} and {@code report.md}. */
+/**
+ * Writes one run's results: {@code <experiment>.json}, {@code <experiment>.md} and {@code report.md}, whose summary
+ * table (see {@link Summary}) compares the systems of every experiment as ratios. Used by the single bench thread.
+ */
 public final class Report {
     private final Path dir;
     private final StringBuilder summary = new StringBuilder();
+    private final StringBuilder details = new StringBuilder();
+    private final Map<String, List<Row>> results = new LinkedHashMap<>();
 
     public Report(Path root, String command) {
         this.dir = root.resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH-mm-ss")));
@@ -24,7 +31,8 @@ public final class Report {
         }
         summary.append("# rdmastore benchmark report\n\n")
             .append("- command: `").append(command).append("`\n")
-            .append("- machine: ").append(Machine.describe()).append("\n\n")
+            .append("- machine: ").append(Machine.describe()).append("\n")
+            .append("- versions: ").append(Summary.versions()).append("\n\n")
             .append("All figures of one experiment were taken side by side in this run; compare ratios, not absolute ")
             .append("numbers across runs.\n\n");
     }
@@ -44,19 +52,21 @@ public final class Report {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        summary.append(md).append("\n![").append(experiment).append("](").append(experiment).append(".png)\n\n");
+        results.put(experiment, List.copyOf(rows));
+        details.append(md).append("\n![").append(experiment).append("](").append(experiment).append(".png)\n\n");
     }
 
     /** Records that an experiment failed, so the report does not silently omit it. */
     public void failed(String experiment, Throwable cause) {
-        summary.append("## ").append(experiment).append(": FAILED\n\n```\n").append(cause).append("\n```\n\n");
+        results.put(experiment, null);
+        details.append("## ").append(experiment).append(": FAILED\n\n```\n").append(cause).append("\n```\n\n");
     }
 
     /** Writes report.md; returns its path. */
     public Path finish() {
         Path p = dir.resolve("report.md");
         try {
-            Files.writeString(p, summary.toString());
+            Files.writeString(p, summary + Summary.table(results) + "\n" + details);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -226,7 +226,12 @@ public final class YcsbWorkloads implements Experiment {
             throw new IllegalStateException("YCSB " + (load ? "load" : "workload " + workload) + " exited with "
                 + proc.exitValue() + ":\n" + tail(lines));
         }
-        return parse(lines, load ? "INSERT" : "READ");
+        Phase phase = parse(lines, load ? "INSERT" : "READ");
+        if (phase.operations() == 0) {
+            throw new IllegalStateException("YCSB " + (load ? "load" : "workload " + workload) + " completed no"
+                + " operation:\n" + tail(lines));
+        }
+        return phase;
     }
 
     private static String tail(List<String> lines) {
