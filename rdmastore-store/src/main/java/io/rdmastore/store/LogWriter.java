@@ -32,6 +32,8 @@ final class LogWriter implements AutoCloseable {
     /** How long the write-behind thread lets a batch gather before writing it. */
     static final long WRITE_BEHIND_MICROS = 1000;
     private static final Logger LOG = LoggerFactory.getLogger(LogWriter.class);
+    /** Empty write-behind rounds (about 100 ms) before the thread parks until an append wakes it. */
+    private static final int POLL_ROUNDS_BEFORE_IDLE = 100;
     private static final long IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     private final Path dir;
@@ -193,7 +195,15 @@ final class LogWriter implements AutoCloseable {
     }
 
     private void writeBehindLoop() {
+        int emptyRounds = 0;
         while (!closed) {
+            if (appendedTotal == writtenTotal && failure == null && emptyRounds < POLL_ROUNDS_BEFORE_IDLE) {
+                // While writes keep coming, poll on the timer: waking a parked thread would cost each batch's first
+                // appender a system call on the hot path.
+                emptyRounds++;
+                LockSupport.parkNanos(this, TimeUnit.MICROSECONDS.toNanos(WRITE_BEHIND_MICROS));
+                continue;
+            }
             if (appendedTotal == writtenTotal || failure != null) {
                 writerParked = true;
                 if (appendedTotal == writtenTotal || failure != null) {
@@ -202,8 +212,11 @@ final class LogWriter implements AutoCloseable {
                 writerParked = false;
                 continue;
             }
-            // Let the batch gather: one write per interval instead of one per frame.
-            LockSupport.parkNanos(this, TimeUnit.MICROSECONDS.toNanos(WRITE_BEHIND_MICROS));
+            if (emptyRounds == 0 || emptyRounds >= POLL_ROUNDS_BEFORE_IDLE) {
+                // Let the batch gather: one write per interval instead of one per frame.
+                LockSupport.parkNanos(this, TimeUnit.MICROSECONDS.toNanos(WRITE_BEHIND_MICROS));
+            }
+            emptyRounds = 0;
             try {
                 synchronized (writeLock) {
                     if (!closed) {
