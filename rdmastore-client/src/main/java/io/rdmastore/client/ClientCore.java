@@ -347,17 +347,25 @@ final class ClientCore implements AutoCloseable {
         return work;
     }
 
-    /** Spin, then yield, then park: the waiting thread stays responsive without burning a core when idle. */
+    /** Rounds a waiting thread spins (driving the transports) before it yields: about 50-100 us. */
+    private static final int SPIN_ROUNDS = 2_000;
+    /** Rounds it yields before it parks. */
+    private static final int YIELD_ROUNDS = 100;
+
+    /**
+     * Spin, then yield, then park: replies that take tens of microseconds are caught while spinning (a park costs
+     * 50-100 us on a small VM), and a thread waiting longer stops burning a core.
+     */
     private static int idle(int idle, int work) {
         if (work > 0) {
             return 0;
         }
-        if (idle < 200) {
+        if (idle < SPIN_ROUNDS) {
             Thread.onSpinWait();
-        } else if (idle < 300) {
+        } else if (idle < SPIN_ROUNDS + YIELD_ROUNDS) {
             Thread.yield();
         } else {
-            LockSupport.parkNanos(20_000);
+            LockSupport.parkNanos(50_000);
         }
         return idle + 1;
     }
@@ -384,12 +392,13 @@ final class ClientCore implements AutoCloseable {
     }
 
     private <T> T await(Session s, Call<T> call, Duration timeout) {
-        if (s != null && s.driven && !call.isDone()) {
-            // In invoker mode nobody else progresses the UCX worker: the waiting thread must.
+        if (s != null && !call.isDone()) {
+            // Over ucx the waiting thread drives the worker itself (lowest latency); over tcp it spins briefly before
+            // blocking, since a reply usually arrives within tens of microseconds.
             long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.SECONDS.toNanos(1);
             int idle = 0;
-            while (!call.isDone() && System.nanoTime() - deadline < 0) {
-                idle = idle(idle, driveTransports());
+            while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < SPIN_ROUNDS)) {
+                idle = idle(idle, s.driven ? driveTransports() : 0);
             }
         }
         try {
