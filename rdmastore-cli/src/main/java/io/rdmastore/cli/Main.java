@@ -17,7 +17,8 @@ import picocli.CommandLine.Option;
 @Command(name = "rdmastore", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "rdmastore: a data store whose network paths run over RDMA, shared memory (UCX) or TCP.",
     subcommands = {ServerCommand.class, CliCommand.class, DoctorCommand.class, CheckLogCommand.class,
-        DemoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class},
+        DemoCommand.class, BenchCommand.class, BlobFileCommand.Put.class, BlobFileCommand.Get.class,
+        CommandLine.HelpCommand.class},
     footer = {"", "Run 'rdmastore <command> --help' for a command's options. Start with 'rdmastore demo'."})
 public final class Main implements Runnable {
     /** System property of slf4j-simple's level; a value given with -D wins over the CLI's choice. */
