@@ -63,8 +63,8 @@ public final class E3Zipf implements Experiment {
 
     @Override
     public void run(boolean quick, Report report) throws Exception {
-        int[] sizes = quick ? new int[] {32, 4096} : SIZES;
-        int[] clients = quick ? new int[] {1, 4} : CLIENTS;
+        int[] sizes = ints("rdmastore.bench.e3.sizes", quick ? new int[] {32, 4096} : SIZES);
+        int[] clients = ints("rdmastore.bench.e3.clients", quick ? new int[] {1, 4} : CLIENTS);
         int records = quick ? 500 : 10_000;
         long warmNanos = quick ? 50_000_000L : 300_000_000L;
         long windowNanos = quick ? 150_000_000L : 1_000_000_000L;
@@ -72,6 +72,7 @@ public final class E3Zipf implements Experiment {
         int maxClients = clients[clients.length - 1];
         Map<String, Cell> cells = new LinkedHashMap<>();
         Map<String, double[]> cpu = new LinkedHashMap<>();
+        List<String> failures = new ArrayList<>();
         Progress progress = new Progress("E3", SYSTEMS.length * sizes.length * clients.length);
         for (String system : SYSTEMS) {
             List<Kv> conns = new ArrayList<>();
@@ -95,13 +96,22 @@ public final class E3Zipf implements Experiment {
                 double server0 = serverCpu.getAsDouble();
                 double client0 = Cpu.selfSeconds();
                 long ops = 0;
+                cells:
                 for (int size : sizes) {
                     byte[][] keys = keys(size, records);
                     load(conns.getFirst(), keys, size);
                     for (int n : clients) {
-                        Cell c = cell(conns.subList(0, n), keys, size, warmNanos, windowNanos);
-                        ops += c.ops();
-                        cells.put(system + "/" + size + "/" + n, c);
+                        try {
+                            Cell c = cell(conns.subList(0, n), keys, size, warmNanos, windowNanos);
+                            ops += c.ops();
+                            cells.put(system + "/" + size + "/" + n, c);
+                        } catch (IllegalStateException e) {
+                            // keep what was measured; the experiment still fails at the end, naming the cell
+                            failures.add(system + " " + Sizes.human(size) + " x" + n + ": " + e.getMessage()
+                                + " (its remaining cells skipped)");
+                            System.err.println("E3: " + failures.getLast());
+                            break cells;
+                        }
                         progress.step(system + " " + Sizes.human(size) + " x" + n);
                     }
                 }
@@ -113,11 +123,29 @@ public final class E3Zipf implements Experiment {
             }
         }
         progress.done();
-        report(quick, report, sizes, clients, records, windowNanos, ucxIdle, cells, cpu);
+        report(quick, report, sizes, clients, records, windowNanos, ucxIdle, cells, cpu, failures);
+        if (!failures.isEmpty()) {
+            throw new IllegalStateException("E3: cells failed: " + String.join("; ", failures));
+        }
+    }
+
+    /** A comma-separated list of positive numbers from a system property, for looking into a few cells. */
+    private static int[] ints(String property, int[] defaults) {
+        String v = System.getProperty(property);
+        if (v == null || v.isBlank()) {
+            return defaults;
+        }
+        int[] out = java.util.Arrays.stream(v.split(",")).map(String::trim).mapToInt(Integer::parseInt).sorted()
+            .toArray();
+        if (out.length == 0 || out[0] <= 0) {
+            throw new IllegalArgumentException(property + " must list positive numbers, got '" + v + "'");
+        }
+        return out;
     }
 
     private static void report(boolean quick, Report report, int[] sizes, int[] clients, int records, long windowNanos,
-                               String ucxIdle, Map<String, Cell> cells, Map<String, double[]> cpu) throws Exception {
+                               String ucxIdle, Map<String, Cell> cells, Map<String, double[]> cpu, List<String> failures)
+        throws Exception {
         List<Row> rows = new ArrayList<>();
         for (String metric : List.of("ops_per_s", "p50_us", "p99_us")) {
             for (int size : sizes) {
@@ -179,7 +207,8 @@ public final class E3Zipf implements Experiment {
                 + " is this JVM: the client threads):%n%n%s%nThroughput against clients, one chart per value size:%n%n%s%n",
             records, windowNanos / 1e9, quick ? " (--quick: a subset of sizes and clients)" : "", ucxIdle,
             target(cells, "rdmastore-ucx", 1, 10), target(cells, "rdmastore-ucx", 32, 3),
-            target(cells, "rdmastore-tcp", 32, 1), Report.table(cpuHeader, cpuBody), charts);
+            target(cells, "rdmastore-tcp", 32, 1), Report.table(cpuHeader, cpuBody), charts)
+            + (failures.isEmpty() ? "" : "\nFailed cells: " + String.join("; ", failures) + "\n");
         System.out.println();
         System.out.print(Report.plain(header, body));
         System.out.print(Report.plain(cpuHeader, cpuBody));
