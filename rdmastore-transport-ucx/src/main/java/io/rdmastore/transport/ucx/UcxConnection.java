@@ -190,6 +190,12 @@ final class UcxConnection extends UcxConnectionBase {
             if (!flushFooter && ring.getInt(footer + 4) != crc(ringBytes, pos, footer + 4)) {
                 break; // torn: some bytes have not landed yet
             }
+            // The header read above may predate the frame (stale bytes of an earlier lap whose length happens to put
+            // the footer in the same place); only the header as it is now, covered by the footer just checked, counts.
+            long validated = ring.getLongVolatile(pos);
+            if (validated != word) {
+                continue;
+            }
             long ack = ring.getLong(pos + ACK_OFFSET);
             if (ack > peerHead && ack <= tail) {
                 peerHead = ack;
