@@ -27,8 +27,8 @@ final class RingDescriptor {
     static final int HEADER = 16;
     static final int FOOTER = 8;
     /** Frames start on cache lines, so a 64-byte message touches two lines, not three. */
-    static final int ALIGN = 8;
-    static final int MIN_FRAME = HEADER + FOOTER;
+    static final int ALIGN = 64;
+    static final int MIN_FRAME = ALIGN;
 
     static final int LENGTH_OFFSET = 0;
     static final int FLAGS_OFFSET = 4;
