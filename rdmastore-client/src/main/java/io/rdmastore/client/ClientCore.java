@@ -83,11 +83,7 @@ final class ClientCore implements AutoCloseable {
 
     ClientCore(ClientConfig config) {
         this.config = config;
-        Transport tcp = Transports.load(Transports.TCP);
-        if (!(tcp instanceof CarrierTransport carrier)) {
-            tcp.close();
-            throw new RdmaStoreException(Transports.TCP + " is not a carrier transport");
-        }
+        CarrierTransport carrier = SharedCarrier.acquire();
         Network.Context ctx = new Network.Context().carrier(carrier);
         String why = null;
         if (!config.transport().equals("tcp")) {
@@ -349,6 +345,11 @@ final class ClientCore implements AutoCloseable {
 
     /** Rounds a waiting thread spins (driving the transports) before it yields: about 50-100 us. */
     private static final int SPIN_ROUNDS = 2_000;
+    /**
+     * Over tcp the reply is completed by the carrier's I/O thread, which needs a core: spin only briefly, then block on
+     * the future (many client threads spinning on a small machine would starve the I/O thread).
+     */
+    private static final int TCP_SPIN_ROUNDS = 100;
     /** Rounds it yields before it parks. */
     private static final int YIELD_ROUNDS = 100;
 
@@ -393,11 +394,11 @@ final class ClientCore implements AutoCloseable {
 
     private <T> T await(Session s, Call<T> call, Duration timeout) {
         if (s != null && !call.isDone()) {
-            // Over ucx the waiting thread drives the worker itself (lowest latency); over tcp it spins briefly before
-            // blocking, since a reply usually arrives within tens of microseconds.
+            // Over ucx the waiting thread drives the worker itself (lowest latency); over tcp it spins briefly and then
+            // blocks on the future, leaving the core to the carrier's I/O thread.
             long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.SECONDS.toNanos(1);
             int idle = 0;
-            while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < SPIN_ROUNDS)) {
+            while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < TCP_SPIN_ROUNDS)) {
                 idle = idle(idle, s.driven ? driveTransports() : 0);
             }
         }
