@@ -620,17 +620,8 @@ public final class Store implements AutoCloseable {
      * @return false when the key does not exist
      */
     public boolean expireAt(byte[] key, long epochMillis) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            long now = System.currentTimeMillis();
-            Keyspace.Entry e = liveWrite(s, k, now, f);
+        return writeKey(key, (k, e, f, now) -> {
             if (e == null) {
-                ticket = commit(f);
                 return false;
             }
             if (epochMillis <= now) {
@@ -638,12 +629,8 @@ public final class Store implements AutoCloseable {
             } else {
                 f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(epochMillis);
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return true;
+            return true;
+        });
     }
 
     /** Milliseconds to live: -2 when missing, -1 without TTL. */
@@ -668,25 +655,13 @@ public final class Store implements AutoCloseable {
 
     /** Removes the key's TTL; false when the key is missing or had none. */
     public boolean persist(byte[] key) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        boolean changed;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
-            changed = e != null && e.expireAt >= 0;
+        return writeKey(key, (k, e, f, now) -> {
+            boolean changed = e != null && e.expireAt >= 0;
             if (changed) {
                 f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(-1);
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return changed;
+            return changed;
+        });
     }
 
     /**
@@ -915,36 +890,24 @@ public final class Store implements AutoCloseable {
 
     /** SET with options; see {@link SetOptions}. */
     public SetResult set(byte[] key, byte[] value, SetOptions options) {
-        checkOpen();
         options.validate();
-        Key k = key(key);
         checkValue(value.length);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        boolean written;
-        byte[] old = null;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
+            byte[] old = null;
             if (options.returnOld()) {
                 requireString(e);
                 old = e == null ? null : Keyspace.copyOut(e);
             }
-            written = !(options.ifAbsent() && e != null) && !(options.ifPresent() && e == null);
+            boolean written = !(options.ifAbsent() && e != null) && !(options.ifPresent() && e == null);
             if (written) {
                 long expireAt = options.keepTtl() && e != null ? e.expireAt : options.expireAtMillis();
                 f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(expireAt).putBytes(value);
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        if (!options.returnOld()) {
-            return written ? SetResult.WRITTEN : SetResult.NOT_WRITTEN;
-        }
-        return new SetResult(written, old);
+            if (!options.returnOld()) {
+                return written ? SetResult.WRITTEN : SetResult.NOT_WRITTEN;
+            }
+            return new SetResult(written, old);
+        });
     }
 
     /** Plain SET: stores the value and clears any TTL. */
@@ -967,26 +930,15 @@ public final class Store implements AutoCloseable {
 
     /** GETDEL: the string value (or null), deleting the key. */
     public byte[] getDel(byte[] key) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        byte[] old;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
             requireString(e);
-            old = e == null ? null : Keyspace.copyOut(e);
-            if (e != null) {
-                f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+            if (e == null) {
+                return null;
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return old;
+            byte[] old = Keyspace.copyOut(e);
+            f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+            return old;
+        });
     }
 
     /**
@@ -994,53 +946,32 @@ public final class Store implements AutoCloseable {
      * {@link #TTL_KEEP} or {@link #TTL_PERSIST}.
      */
     public byte[] getEx(byte[] key, long expireAtMillis) {
-        checkOpen();
         if (expireAtMillis == 0 || expireAtMillis < TTL_PERSIST) {
             throw new BadRequestException("invalid expire time in 'getex' command");
         }
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        byte[] value;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            long now = System.currentTimeMillis();
-            Keyspace.Entry e = liveWrite(s, k, now, f);
+        return writeKey(key, (k, e, f, now) -> {
             requireString(e);
-            value = e == null ? null : Keyspace.copyOut(e);
-            if (e != null) {
-                if (expireAtMillis == TTL_PERSIST) {
-                    if (e.expireAt >= 0) {
-                        f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(-1);
-                    }
-                } else if (expireAtMillis > 0) {
-                    if (expireAtMillis <= now) {
-                        f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
-                    } else {
-                        f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(expireAtMillis);
-                    }
+            if (e == null) {
+                return null;
+            }
+            if (expireAtMillis == TTL_PERSIST) {
+                if (e.expireAt >= 0) {
+                    f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(-1);
+                }
+            } else if (expireAtMillis > 0) {
+                if (expireAtMillis <= now) {
+                    f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+                } else {
+                    f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(expireAtMillis);
                 }
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return value;
+            return Keyspace.copyOut(e);
+        });
     }
 
     /** INCRBY / DECRBY: adds to a decimal 64-bit integer string (a missing key counts as 0); keeps the TTL. */
     public long incrBy(byte[] key, long delta) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        long r;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
             requireString(e);
             long cur = 0;
             if (e != null) {
@@ -1049,15 +980,11 @@ public final class Store implements AutoCloseable {
                 }
                 cur = RedisNumbers.parseLong(Keyspace.copyOut(e));
             }
-            r = RedisNumbers.addExact(cur, delta);
+            long r = RedisNumbers.addExact(cur, delta);
             f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e == null ? -1 : e.expireAt)
                     .putBytes(RedisNumbers.formatLong(r));
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return r;
+            return r;
+        });
     }
 
     /** INCRBYFLOAT with a double increment; returns the new value as Redis prints it. */
@@ -1071,15 +998,7 @@ public final class Store implements AutoCloseable {
     }
 
     private String incrByFloat(byte[] key, BigDecimal delta) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        String r;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
             requireString(e);
             BigDecimal cur = BigDecimal.ZERO;
             if (e != null) {
@@ -1088,41 +1007,25 @@ public final class Store implements AutoCloseable {
                 }
                 cur = RedisNumbers.parseFloat(Keyspace.copyOut(e));
             }
-            r = RedisNumbers.addFloat(cur, delta);
+            String r = RedisNumbers.addFloat(cur, delta);
             f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e == null ? -1 : e.expireAt)
                     .putBytes(r.getBytes(StandardCharsets.US_ASCII));
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return r;
+            return r;
+        });
     }
 
     /** APPEND: returns the new length; creates the key when missing. */
     public long append(byte[] key, byte[] suffix) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        long len;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
             requireString(e);
             long cur = e == null ? 0 : e.length;
-            len = cur + suffix.length;
+            long len = cur + suffix.length;
             checkValue(len);
             if (e == null || suffix.length > 0) {
                 f.op(LogDescriptor.OP_STRING_WRITE_AT).putBytes(k.bytes).putLong(cur).putBytes(suffix);
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return len;
+            return len;
+        });
     }
 
     /** STRLEN: 0 when missing. */
@@ -1181,33 +1084,19 @@ public final class Store implements AutoCloseable {
 
     /** SETRANGE: overwrites from {@code offset}, zero-padding; returns the new length. */
     public long setRange(byte[] key, long offset, byte[] bytes) {
-        checkOpen();
         if (offset < 0) {
             throw new BadRequestException("offset is out of range");
         }
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        long len;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
             requireString(e);
             long cur = e == null ? 0 : e.length;
             if (bytes.length == 0) {
-                len = cur;
-            } else {
-                checkValue(offset + bytes.length);
-                len = Math.max(cur, offset + bytes.length);
-                f.op(LogDescriptor.OP_STRING_WRITE_AT).putBytes(k.bytes).putLong(offset).putBytes(bytes);
+                return cur;
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return len;
+            checkValue(offset + bytes.length);
+            f.op(LogDescriptor.OP_STRING_WRITE_AT).putBytes(k.bytes).putLong(offset).putBytes(bytes);
+            return Math.max(cur, offset + bytes.length);
+        });
     }
 
     /**
@@ -1284,24 +1173,17 @@ public final class Store implements AutoCloseable {
 
     /** HSET: sets fields; returns how many were added (not counting updated ones). */
     public long hset(byte[] key, List<byte[]> fieldsAndValues) {
-        checkOpen();
         if (fieldsAndValues.isEmpty() || fieldsAndValues.size() % 2 != 0) {
             throw new BadRequestException("wrong number of arguments for 'hset' command");
         }
-        Key k = key(key);
         Key[] fields = new Key[fieldsAndValues.size() / 2];
         for (int i = 0; i < fields.length; i++) {
             fields[i] = field(fieldsAndValues.get(2 * i));
             checkValue(fieldsAndValues.get(2 * i + 1).length);
         }
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        long added = 0;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
             requireHash(e);
+            long added = 0;
             Set<Key> seen = new HashSet<>();
             for (Key fk : fields) {
                 if (seen.add(fk) && (e == null || !e.hash.containsKey(fk))) {
@@ -1312,38 +1194,22 @@ public final class Store implements AutoCloseable {
             for (int i = 0; i < fields.length; i++) {
                 f.putBytes(fields[i].bytes).putBytes(fieldsAndValues.get(2 * i + 1));
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return added;
+            return added;
+        });
     }
 
     /** HSETNX: sets the field only when absent. */
     public boolean hsetnx(byte[] key, byte[] field, byte[] value) {
-        checkOpen();
-        Key k = key(key);
         Key fk = field(field);
         checkValue(value.length);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
             requireHash(e);
             if (e != null && e.hash.containsKey(fk)) {
-                ticket = commit(f);
                 return false;
             }
             f.op(LogDescriptor.OP_HASH_PUT).putBytes(k.bytes).putInt(1).putBytes(fk.bytes).putBytes(value);
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return true;
+            return true;
+        });
     }
 
     /** Runs {@code body} on the live hash (null when missing) under the shard's read lock. */
@@ -1403,20 +1269,13 @@ public final class Store implements AutoCloseable {
 
     /** HDEL: removes fields, returns how many existed; removing the last field deletes the key. */
     public long hdel(byte[] key, byte[]... fields) {
-        checkOpen();
-        Key k = key(key);
         Key[] fks = new Key[fields.length];
         for (int i = 0; i < fields.length; i++) {
             fks[i] = field(fields[i]);
         }
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        List<Key> present = new ArrayList<>();
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        return writeKey(key, (k, e, f, now) -> {
             requireHash(e);
+            List<Key> present = new ArrayList<>();
             if (e != null) {
                 Set<Key> seen = new HashSet<>();
                 for (Key fk : fks) {
@@ -1431,12 +1290,8 @@ public final class Store implements AutoCloseable {
                     f.putBytes(fk.bytes);
                 }
             }
-            ticket = commit(f);
-        } finally {
-            s.lock.writeLock().unlock();
-        }
-        durable(ticket);
-        return present.size();
+            return (long) present.size();
+        });
     }
 
     /** HEXISTS. */
@@ -1509,23 +1364,45 @@ public final class Store implements AutoCloseable {
     }
 
     private void updateField(byte[] key, byte[] field, Function<byte[], byte[]> change) {
-        checkOpen();
-        Key k = key(key);
         Key fk = field(field);
-        Keyspace.Shard s = keyspace.shard(k);
-        long ticket;
-        s.lock.writeLock().lock();
-        try {
-            FrameBuilder f = frame();
-            Keyspace.Entry e = liveWrite(s, k, System.currentTimeMillis(), f);
+        writeKey(key, (k, e, f, now) -> {
             requireHash(e);
             byte[] nv = change.apply(e == null ? null : e.hash.get(fk));
             f.op(LogDescriptor.OP_HASH_PUT).putBytes(k.bytes).putInt(1).putBytes(fk.bytes).putBytes(nv);
+            return null;
+        });
+    }
+
+    /**
+     * The body of a write to one key: it sees the key's live entry (an expired one already removed, its delete in
+     * {@code f}) and appends its log records to {@code f}. Runs under the shard's write lock; may throw to refuse.
+     */
+    @FunctionalInterface
+    private interface KeyWrite<R> {
+        R apply(Key k, Keyspace.Entry live, FrameBuilder f, long now);
+    }
+
+    /**
+     * Runs a write to one key: the shard's write lock, the log frame committed (and applied) before the lock is
+     * released, then the wait for durability the fsync policy asks for, outside the lock.
+     */
+    private <R> R writeKey(byte[] key, KeyWrite<R> body) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        long ticket;
+        R result;
+        s.lock.writeLock().lock();
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            result = body.apply(k, liveWrite(s, k, now, f), f, now);
             ticket = commit(f);
         } finally {
             s.lock.writeLock().unlock();
         }
         durable(ticket);
+        return result;
     }
 
     /**
