@@ -218,6 +218,12 @@ public final class BlobStore implements AutoCloseable {
         try {
             ch = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                 StandardOpenOption.WRITE);
+            // blocks first: a mapped write onto a full disk would kill the JVM with SIGBUS instead of failing
+            int error = Preallocation.reserve(temp, length);
+            if (Preallocation.diskFull(error)) {
+                throw new StoreException("disk full: cannot reserve " + length + " bytes for a blob in " + dir
+                    + "; the old value is kept");
+            }
             MemorySegment seg = length == 0 ? MemorySegment.NULL.reinterpret(0)
                 : ch.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
             return new BlobWrite(key.clone(), length, temp, ch, arena, seg);
@@ -225,6 +231,9 @@ public final class BlobStore implements AutoCloseable {
             arena.close();
             closeQuietly(ch);
             deleteQuietly(temp);
+            if (e instanceof StoreException se) {
+                throw se;
+            }
             throw new StoreException("cannot create blob file in " + dir + ": " + e, e);
         }
     }

@@ -111,4 +111,30 @@ class BlobStoreTest {
             assertFalse(files().isEmpty());
         }
     }
+
+    @Test
+    @Timeout(30)
+    void aDiskThatFillsAfterTheFreeSpaceCheckIsRefusedBeforeAnyByteIsMapped() throws Exception {
+        assertTrue(Preallocation.supported(), "posix_fallocate is expected on Linux");
+        long tenTiB = 10L << 40; // below ext4's file size limit, far above any test disk
+        try (BlobStore s = BlobStore.open(new BlobConfig().directory(dir).maxBlobBytes(Long.MAX_VALUE)
+                .reserveBytes(0).freeSpace(p -> Long.MAX_VALUE))) {
+            byte[] old = "old".getBytes(StandardCharsets.UTF_8);
+            BlobWrite w = s.begin(K, old.length);
+            w.segment().copyFrom(MemorySegment.ofArray(old));
+            s.commit(w, BlobStore.crc32c(MemorySegment.ofArray(old)));
+            StoreException full = assertThrows(StoreException.class, () -> s.begin(K, tenTiB));
+            assertTrue(full.getMessage().startsWith("disk full"), full.getMessage());
+            List<String> left = files();
+            assertTrue(left.stream().noneMatch(f -> f.endsWith(".tmp")), () -> "a refused write left a temp file: "
+                + left);
+            BlobVersion v = s.acquire(K);
+            assertNotNull(v, "the old value is gone");
+            try {
+                assertEquals("old", new String(v.segment().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8));
+            } finally {
+                v.release();
+            }
+        }
+    }
 }
