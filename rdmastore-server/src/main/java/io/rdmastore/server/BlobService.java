@@ -54,6 +54,8 @@ final class BlobService implements AutoCloseable {
     private final AtomicLong leaseIds = new AtomicLong();
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicInteger putsInFlight = new AtomicInteger();
+    /** Puts still pulling, so a closed session can abandon its own. */
+    private final java.util.Set<Pull> pulls = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /** One lent blob version. */
     private final class Lease {
@@ -207,7 +209,9 @@ final class BlobService implements AutoCloseable {
         }
         Object placeholder = session.deferReply();
         putsInFlight.incrementAndGet();
-        new Pull(session, requestId, c, remote, local, write, crc, placeholder).pump();
+        Pull pull = new Pull(session, requestId, c, remote, local, write, crc, placeholder);
+        pulls.add(pull);
+        pull.pump();
     }
 
     /** One put's chained one-sided reads; pumps more reads as earlier ones complete. */
@@ -225,6 +229,8 @@ final class BlobService implements AutoCloseable {
         int inflight;
         boolean pumping;
         boolean finished;
+        /** The session closed mid-transfer and the put was already given up (file deleted, counter released). */
+        boolean released;
         Throwable failure;
 
         Pull(NativeSession session, long requestId, Connection connection, RemoteMemory remote, RegisteredMemory local,
@@ -283,10 +289,46 @@ final class BlobService implements AutoCloseable {
             pump();
         }
 
+        /**
+         * The session closed. Over tcp the reads fail with it; over ucx a read from a peer that vanished may never
+         * complete (no peer error handling: it is what keeps shared memory available), so the put ends here: its file
+         * goes now, its mapping only when no read can write into it any more.
+         */
+        void abandon() {
+            boolean finishNow;
+            synchronized (this) {
+                if (finished) {
+                    return;
+                }
+                if (failure == null) {
+                    failure = new io.rdmastore.transport.TransportException("the connection closed mid-transfer");
+                }
+                finishNow = inflight == 0;
+                if (finishNow) {
+                    finished = true;
+                } else {
+                    released = true;
+                }
+            }
+            if (finishNow) {
+                finish();
+                return;
+            }
+            store.discard(write);
+            putsInFlight.decrementAndGet();
+            LOG.info("blob put from {} abandoned: the connection closed with {} reads in flight",
+                connection.remoteAddress(), inflight);
+        }
+
         /** Runs once, with no read in flight, so the mapping can go whatever the outcome. */
         private void finish() {
+            pulls.remove(this);
             if (local != null) {
                 local.close();
+            }
+            if (released) {
+                store.abort(write);
+                return;
             }
             if (failure != null) {
                 store.abort(write);
@@ -325,11 +367,16 @@ final class BlobService implements AutoCloseable {
         }
     }
 
-    /** Ends the session's leases; its puts fail on their own as their reads fail with the connection. */
+    /** Ends the session's leases and abandons its puts. */
     void sessionClosed(NativeSession session) {
         for (Lease lease : leases.values()) {
             if (lease.session == session) {
                 lease.end();
+            }
+        }
+        for (Pull pull : pulls) {
+            if (pull.session == session) {
+                pull.abandon();
             }
         }
     }

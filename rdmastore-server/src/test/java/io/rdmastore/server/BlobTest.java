@@ -273,14 +273,15 @@ class BlobTest {
         }
     }
 
-    @Test
+    @ParameterizedTest
+    @MethodSource("transports")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void aClientKilledMidPutLeavesNoPartialBlob() throws Exception {
+    void aClientKilledMidPutLeavesNoPartialBlob(String transport) throws Exception {
         try (RdmaStoreServer server = TestServers.start(dir, c -> { });
              RdmaStoreClient client = TestServers.client(server, "tcp")) {
             boolean killedMidTransfer = false;
             for (int attempt = 0; attempt < 3 && !killedMidTransfer; attempt++) {
-                Process p = child("put", String.valueOf(server.port()), "tcp", "p" + attempt,
+                Process p = child("put", String.valueOf(server.port()), transport, "p" + attempt,
                     String.valueOf(256 * MIB));
                 try {
                     waitFor("the put to start", () -> server.blobPutsInFlight() > 0 || !p.isAlive(), 20_000);

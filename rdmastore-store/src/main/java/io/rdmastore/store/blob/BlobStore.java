@@ -289,6 +289,15 @@ public final class BlobStore implements AutoCloseable {
     }
 
     /** Drops a write: deletes its temporary file. Idempotent. */
+    /**
+     * Gives up a write whose memory may still be written by transfers that cannot be stopped (a peer that vanished):
+     * the temporary file is deleted now, so nothing partial is ever visible; the mapping stays valid until
+     * {@link #abort(BlobWrite)}, which the caller invokes once no transfer can touch it.
+     */
+    public void discard(BlobWrite w) {
+        deleteQuietly(w.temp);
+    }
+
     public void abort(BlobWrite w) {
         if (!w.finished) {
             w.finished = true;
