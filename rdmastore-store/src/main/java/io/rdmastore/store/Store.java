@@ -546,16 +546,8 @@ public final class Store implements AutoCloseable {
 
     /** The type of value {@code key} holds; {@link ValueType#NONE} when missing or expired. */
     public ValueType type(byte[] key) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        s.lock.readLock().lock();
-        try {
-            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
-            return e == null ? ValueType.NONE : e.type == Keyspace.STRING ? ValueType.STRING : ValueType.HASH;
-        } finally {
-            s.lock.readLock().unlock();
-        }
+        return readKey(key, e -> e == null ? ValueType.NONE
+            : e.type == Keyspace.STRING ? ValueType.STRING : ValueType.HASH);
     }
 
     /** How many of {@code keys} exist; a key named twice counts twice (Redis EXISTS). */
@@ -641,16 +633,7 @@ public final class Store implements AutoCloseable {
 
     /** Absolute expiry in epoch milliseconds (PEXPIRETIME): -2 when missing, -1 without TTL. */
     public long expireTime(byte[] key) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        s.lock.readLock().lock();
-        try {
-            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
-            return e == null ? -2 : e.expireAt < 0 ? -1 : e.expireAt;
-        } finally {
-            s.lock.readLock().unlock();
-        }
+        return readKey(key, e -> e == null ? -2L : e.expireAt < 0 ? -1L : e.expireAt);
     }
 
     /** Removes the key's TTL; false when the key is missing or had none. */
@@ -971,20 +954,12 @@ public final class Store implements AutoCloseable {
 
     /** INCRBY / DECRBY: adds to a decimal 64-bit integer string (a missing key counts as 0); keeps the TTL. */
     public long incrBy(byte[] key, long delta) {
-        return writeKey(key, (k, e, f, now) -> {
-            requireString(e);
-            long cur = 0;
-            if (e != null) {
-                if (e.length > 20) {
-                    throw new NotANumberException(NotANumberException.NOT_AN_INTEGER);
-                }
-                cur = RedisNumbers.parseLong(Keyspace.copyOut(e));
-            }
-            long r = RedisNumbers.addExact(cur, delta);
-            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e == null ? -1 : e.expireAt)
-                    .putBytes(RedisNumbers.formatLong(r));
-            return r;
+        long[] r = new long[1];
+        updateString(key, 20, NotANumberException.NOT_AN_INTEGER, old -> {
+            r[0] = RedisNumbers.addExact(old == null ? 0 : RedisNumbers.parseLong(old), delta);
+            return RedisNumbers.formatLong(r[0]);
         });
+        return r[0];
     }
 
     /** INCRBYFLOAT with a double increment; returns the new value as Redis prints it. */
@@ -998,19 +973,27 @@ public final class Store implements AutoCloseable {
     }
 
     private String incrByFloat(byte[] key, BigDecimal delta) {
-        return writeKey(key, (k, e, f, now) -> {
+        String[] r = new String[1];
+        updateString(key, 5000, NotANumberException.NOT_A_FLOAT, old -> {
+            r[0] = RedisNumbers.addFloat(old == null ? BigDecimal.ZERO : RedisNumbers.parseFloat(old), delta);
+            return r[0].getBytes(StandardCharsets.US_ASCII);
+        });
+        return r[0];
+    }
+
+    /**
+     * Replaces a string by a function of its value (null when missing), keeping its TTL; a value longer than
+     * {@code maxNumberLength} cannot be a number and is refused with {@code notANumber} before it is copied.
+     */
+    private void updateString(byte[] key, int maxNumberLength, String notANumber, Function<byte[], byte[]> change) {
+        writeKey(key, (k, e, f, now) -> {
             requireString(e);
-            BigDecimal cur = BigDecimal.ZERO;
-            if (e != null) {
-                if (e.length > 5000) {
-                    throw new NotANumberException(NotANumberException.NOT_A_FLOAT);
-                }
-                cur = RedisNumbers.parseFloat(Keyspace.copyOut(e));
+            if (e != null && e.length > maxNumberLength) {
+                throw new NotANumberException(notANumber);
             }
-            String r = RedisNumbers.addFloat(cur, delta);
-            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e == null ? -1 : e.expireAt)
-                    .putBytes(r.getBytes(StandardCharsets.US_ASCII));
-            return r;
+            byte[] nv = change.apply(e == null ? null : Keyspace.copyOut(e));
+            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e == null ? -1 : e.expireAt).putBytes(nv);
+            return null;
         });
     }
 
@@ -1030,56 +1013,29 @@ public final class Store implements AutoCloseable {
 
     /** STRLEN: 0 when missing. */
     public long strlen(byte[] key) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        s.lock.readLock().lock();
-        try {
-            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+        return readKey(key, e -> {
             requireString(e);
-            return e == null ? 0 : e.length;
-        } finally {
-            s.lock.readLock().unlock();
-        }
+            return e == null ? 0L : e.length;
+        });
     }
 
     /** GETRANGE: bytes {@code start..end} inclusive, negative indexes from the end; empty (never null) when none. */
     public byte[] getRange(byte[] key, long start, long end) {
-        checkOpen();
-        Key k = key(key);
-        Keyspace.Shard s = keyspace.shard(k);
-        s.lock.readLock().lock();
-        try {
-            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+        return readKey(key, e -> {
             requireString(e);
             long len = e == null ? 0 : e.length;
             if (start < 0 && end < 0 && start > end) {
                 return new byte[0];
             }
-            if (start < 0) {
-                start = len + start;
-            }
-            if (end < 0) {
-                end = len + end;
-            }
-            if (start < 0) {
-                start = 0;
-            }
-            if (end < 0) {
-                end = 0;
-            }
-            if (end >= len) {
-                end = len - 1;
-            }
-            if (start > end || len == 0) {
+            long from = Math.max(0, start < 0 ? len + start : start);
+            long to = Math.min(len - 1, Math.max(0, end < 0 ? len + end : end));
+            if (from > to || len == 0) {
                 return new byte[0];
             }
-            byte[] out = new byte[(int) (end - start + 1)];
-            MemorySegment.copy(e.string, ValueLayout.JAVA_BYTE, start, out, 0, out.length);
+            byte[] out = new byte[(int) (to - from + 1)];
+            MemorySegment.copy(e.string, ValueLayout.JAVA_BYTE, from, out, 0, out.length);
             return out;
-        } finally {
-            s.lock.readLock().unlock();
-        }
+        });
     }
 
     /** SETRANGE: overwrites from {@code offset}, zero-padding; returns the new length. */
@@ -1214,14 +1170,23 @@ public final class Store implements AutoCloseable {
 
     /** Runs {@code body} on the live hash (null when missing) under the shard's read lock. */
     private <R> R readHash(byte[] key, Function<Keyspace.Entry, R> body) {
+        return readKey(key, e -> {
+            requireHash(e);
+            return body.apply(e);
+        });
+    }
+
+    /**
+     * Runs a read of one key under its shard's read lock; {@code body} sees the live entry (null when missing or
+     * expired). GET and readValue keep their own copy of this for the hot path (no lambda per call).
+     */
+    private <R> R readKey(byte[] key, Function<Keyspace.Entry, R> body) {
         checkOpen();
         Key k = key(key);
         Keyspace.Shard s = keyspace.shard(k);
         s.lock.readLock().lock();
         try {
-            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
-            requireHash(e);
-            return body.apply(e);
+            return body.apply(liveRead(s, k, System.currentTimeMillis()));
         } finally {
             s.lock.readLock().unlock();
         }
