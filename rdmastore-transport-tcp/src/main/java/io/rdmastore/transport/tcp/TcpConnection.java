@@ -5,6 +5,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.EventLoop;
 import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MemoryRanges;
 import io.rdmastore.transport.MessageHandler;
 import io.rdmastore.transport.RegisteredMemory;
 import io.rdmastore.transport.RemoteMemory;
@@ -230,12 +231,8 @@ final class TcpConnection implements Connection {
             bad = "local registered memory is null";
         } else if (local instanceof TcpRegisteredMemory t && t.isClosed()) {
             bad = "local registration " + t + " is closed";
-        } else if (length < 0 || remoteOffset < 0 || remoteOffset > r.length() - length) {
-            bad = "remote offset " + remoteOffset + " + length " + length + " is outside the remote region of "
-                + r.length() + " bytes";
-        } else if (localOffset < 0 || localOffset > local.segment().byteSize() - length) {
-            bad = "local offset " + localOffset + " + length " + length + " is outside the local region of "
-                + local.segment().byteSize() + " bytes";
+        } else {
+            bad = MemoryRanges.check(r, remoteOffset, local, localOffset, length);
         }
         if (bad != null) {
             f.completeExceptionally(new TransportException("one-sided " + what + " refused: " + bad));

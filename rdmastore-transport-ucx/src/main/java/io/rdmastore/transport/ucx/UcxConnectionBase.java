@@ -1,6 +1,7 @@
 package io.rdmastore.transport.ucx;
 
 import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MemoryRanges;
 import io.rdmastore.transport.MessageHandler;
 import io.rdmastore.transport.RegisteredMemory;
 import io.rdmastore.transport.RemoteMemory;
@@ -271,15 +272,10 @@ abstract class UcxConnectionBase implements Connection {
             f.completeExceptionally(new IllegalArgumentException("not ucx memory: " + remote + ", " + local));
             return f;
         }
-        if (remoteOffset < 0 || length < 0 || remoteOffset + length > r.length()) {
-            f.completeExceptionally(new TransportException("remote range [" + remoteOffset + ", "
-                + (remoteOffset + length) + ") is outside the peer's region of " + r.length() + " bytes"));
-            return f;
-        }
-        if (localOffset < 0 || localOffset + length > l.segment().byteSize()) {
-            f.completeExceptionally(new TransportException("local range [" + localOffset + ", "
-                + (localOffset + length) + ") is outside the registered segment of " + l.segment().byteSize()
-                + " bytes"));
+        String bad = MemoryRanges.check(r, remoteOffset, l, localOffset, length);
+        if (bad != null) {
+            f.completeExceptionally(new TransportException("one-sided " + (read ? "read" : "write") + " refused: "
+                + bad));
             return f;
         }
         if (!isOpen() || !ready) {
