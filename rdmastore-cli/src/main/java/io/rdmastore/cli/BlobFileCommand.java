@@ -29,18 +29,8 @@ abstract class BlobFileCommand implements Callable<Integer> {
 
     @Option(names = "--help", usageHelp = true, description = "Shows this help and exits (-h is the host).")
     boolean help;
-    @Option(names = {"-h", "--host"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
-        description = "Server host (default ${DEFAULT-VALUE}).")
-    String host;
-    @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "7379",
-        description = "Server port (default ${DEFAULT-VALUE}).")
-    int port;
-    @Option(names = {"-t", "--transport"}, paramLabel = "T", defaultValue = "auto",
-        description = "auto (default) | tcp | ucx.")
-    String transport;
-    @Option(names = {"-a", "--password"}, paramLabel = "PW", description = "Server password (or set the environment"
-        + " variable " + ServerCommand.PASSWORD_ENV + ").")
-    String password;
+    @picocli.CommandLine.Mixin
+    ServerOptions server;
     @Option(names = "--timeout", paramLabel = "TIME", defaultValue = "30s",
         description = "Time-out of each request; transfers get more time with their size (default ${DEFAULT-VALUE}).")
     String timeout;
@@ -67,15 +57,13 @@ abstract class BlobFileCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         Main.quietLogs();
-        String pw = password != null ? password : System.getenv(ServerCommand.PASSWORD_ENV);
         Duration t;
         try {
             t = Values.duration("--timeout", timeout);
-            Values.oneOf("--transport", transport, "auto", "tcp", "ucx");
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }
-        ClientConfig config = new ClientConfig(host, port, transport, pw == null || pw.isEmpty() ? null : pw, t);
+        ClientConfig config = server.config(t);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         long start = System.nanoTime();

@@ -37,18 +37,8 @@ final class CliCommand implements Callable<Integer> {
     boolean help;
     @Option(names = {"-V", "--version"}, versionHelp = true, description = "Prints version information and exits.")
     boolean version;
-    @Option(names = {"-h", "--host"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
-        description = "Server host (default ${DEFAULT-VALUE}).")
-    String host;
-    @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "7379",
-        description = "Server port (default ${DEFAULT-VALUE}).")
-    int port;
-    @Option(names = {"-t", "--transport"}, paramLabel = "T", defaultValue = "auto",
-        description = "auto (best both ends share, default) | tcp | ucx (fail unless UCX is used).")
-    String transport;
-    @Option(names = {"-a", "--password"}, paramLabel = "PW", description = "Server password (or set the environment"
-        + " variable " + ServerCommand.PASSWORD_ENV + ").")
-    String password;
+    @picocli.CommandLine.Mixin
+    ServerOptions server;
     @Option(names = {"-u", "--uri"}, paramLabel = "URI", description = "rdmastore://host:port?transport=..&password=..;"
         + " replaces host, port, transport and password.")
     String uri;
@@ -107,16 +97,13 @@ final class CliCommand implements Callable<Integer> {
     }
 
     ClientConfig clientConfig() {
-        String pw = password != null ? password : System.getenv(ServerCommand.PASSWORD_ENV);
         try {
             if (uri != null) {
                 ClientConfig u = ClientConfig.parse(uri);
-                return new ClientConfig(u.host(), u.port(), u.transport(), u.password() != null ? u.password() : pw,
-                    u.timeout());
+                return new ClientConfig(u.host(), u.port(), u.transport(),
+                    u.password() != null ? u.password() : server.password(), u.timeout());
             }
-            Duration t = Values.duration("--timeout", timeout);
-            return new ClientConfig(host, port, Values.oneOf("--transport", transport, "auto", "tcp", "ucx"),
-                pw == null || pw.isEmpty() ? null : pw, t);
+            return server.config(Values.duration("--timeout", timeout));
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }
