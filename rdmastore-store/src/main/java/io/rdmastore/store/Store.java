@@ -451,12 +451,17 @@ public final class Store implements AutoCloseable {
     // =====================================================================================================
 
     private Key key(byte[] k) {
-        Objects.requireNonNull(k, "key");
-        if (k.length > config.maxKeyBytes()) {
-            throw new LimitExceededException("key is " + k.length + " bytes, larger than the limit of "
+        return bounded(k, "key");
+    }
+
+    /** A copy of a key or hash field, refused when longer than the key limit. */
+    private Key bounded(byte[] b, String what) {
+        Objects.requireNonNull(b, what);
+        if (b.length > config.maxKeyBytes()) {
+            throw new LimitExceededException(what + " is " + b.length + " bytes, larger than the limit of "
                     + config.maxKeyBytes());
         }
-        return Key.copyOf(k);
+        return Key.copyOf(b);
     }
 
     private void checkValue(long length) {
@@ -1119,12 +1124,7 @@ public final class Store implements AutoCloseable {
     // =====================================================================================================
 
     private Key field(byte[] f) {
-        Objects.requireNonNull(f, "field");
-        if (f.length > config.maxKeyBytes()) {
-            throw new LimitExceededException("hash field is " + f.length + " bytes, larger than the limit of "
-                    + config.maxKeyBytes());
-        }
-        return Key.copyOf(f);
+        return bounded(f, "hash field");
     }
 
     /** HSET: sets fields; returns how many were added (not counting updated ones). */

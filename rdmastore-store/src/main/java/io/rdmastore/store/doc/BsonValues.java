@@ -172,4 +172,17 @@ public final class BsonValues {
         }
         return id;
     }
+
+    /** A dotted-path segment as an array index (digits only, at most 9), or -1 when it is a field name. */
+    static int arrayIndex(String segment) {
+        if (segment.isEmpty() || segment.length() > 9) {
+            return -1;
+        }
+        for (int k = 0; k < segment.length(); k++) {
+            if (segment.charAt(k) < '0' || segment.charAt(k) > '9') {
+                return -1;
+            }
+        }
+        return Integer.parseInt(segment);
+    }
 }

@@ -200,7 +200,7 @@ public final class DocumentFilter {
             }
         } else if (cur.isArray()) {
             BsonArray a = cur.asArray();
-            int idx = index(path[i]);
+            int idx = BsonValues.arrayIndex(path[i]);
             if (idx >= 0 && idx < a.size()) {
                 collect(a.get(idx), path, i + 1, out);
             }
@@ -212,17 +212,6 @@ public final class DocumentFilter {
         }
     }
 
-    private static int index(String s) {
-        if (s.isEmpty() || s.length() > 9) {
-            return -1;
-        }
-        for (int k = 0; k < s.length(); k++) {
-            if (s.charAt(k) < '0' || s.charAt(k) > '9') {
-                return -1;
-            }
-        }
-        return Integer.parseInt(s);
-    }
 
     private static boolean truthy(BsonValue v) {
         if (v.isBoolean()) {

@@ -129,9 +129,9 @@ public final class DocumentUpdate {
                     d.put(p, next);
                 }
                 cur = next;
-            } else if (cur.isArray() && index(p) >= 0) {
+            } else if (cur.isArray() && BsonValues.arrayIndex(p) >= 0) {
                 BsonArray a = cur.asArray();
-                int idx = index(p);
+                int idx = BsonValues.arrayIndex(p);
                 while (a.size() <= idx) {
                     a.add(BsonNull.VALUE);
                 }
@@ -161,13 +161,13 @@ public final class DocumentUpdate {
                     return;
                 }
                 cur = cur.asDocument().get(p);
-            } else if (cur.isArray() && index(p) >= 0 && index(p) < cur.asArray().size()) {
+            } else if (cur.isArray() && BsonValues.arrayIndex(p) >= 0 && BsonValues.arrayIndex(p) < cur.asArray().size()) {
                 if (last) {
                     // MongoDB keeps array positions stable: $unset of an element sets it to null.
-                    cur.asArray().set(index(p), BsonNull.VALUE);
+                    cur.asArray().set(BsonValues.arrayIndex(p), BsonNull.VALUE);
                     return;
                 }
-                cur = cur.asArray().get(index(p));
+                cur = cur.asArray().get(BsonValues.arrayIndex(p));
             } else {
                 return;
             }
@@ -183,8 +183,8 @@ public final class DocumentUpdate {
         for (String p : parts) {
             if (cur.isDocument()) {
                 cur = cur.asDocument().get(p);
-            } else if (cur.isArray() && index(p) >= 0 && index(p) < cur.asArray().size()) {
-                cur = cur.asArray().get(index(p));
+            } else if (cur.isArray() && BsonValues.arrayIndex(p) >= 0 && BsonValues.arrayIndex(p) < cur.asArray().size()) {
+                cur = cur.asArray().get(BsonValues.arrayIndex(p));
             } else {
                 return null;
             }
@@ -205,17 +205,6 @@ public final class DocumentUpdate {
         return v;
     }
 
-    private static int index(String s) {
-        if (s.isEmpty() || s.length() > 9) {
-            return -1;
-        }
-        for (int k = 0; k < s.length(); k++) {
-            if (s.charAt(k) < '0' || s.charAt(k) > '9') {
-                return -1;
-            }
-        }
-        return Integer.parseInt(s);
-    }
 
     private static BsonValue add(BsonValue a, BsonValue b, String path) {
         if (a.isDecimal128() || b.isDecimal128()) {
