@@ -48,6 +48,7 @@ final class UcxConnection extends UcxConnectionBase {
     private MemorySegment mirrorSegment;
     private long mirrorAddress;
     private UnsafeBuffer credit;
+    private UnsafeBuffer creditStage;
     private long creditAddress;
     private long creditStageAddress;
     private final CRC32C crc = new CRC32C();
@@ -99,7 +100,8 @@ final class UcxConnection extends UcxConnectionBase {
         int cap = transport.ringCapacity();
         creditAddress = slotAddress + 2L * cap;
         creditStageAddress = creditAddress + 8;
-        credit = new UnsafeBuffer(creditAddress, 16);
+        credit = new UnsafeBuffer(creditAddress, 8);
+        creditStage = new UnsafeBuffer(creditStageAddress, 8);
     }
 
     @Override
@@ -269,7 +271,7 @@ final class UcxConnection extends UcxConnectionBase {
 
     private void sendCredit() {
         int position = (int) head;
-        new UnsafeBuffer(creditStageAddress, 8).putLong(0, (position & 0xFFFFFFFFL) | ((long) ~position << 32));
+        creditStage.putLong(0, (position & 0xFFFFFFFFL) | ((long) ~position << 32));
         creditInFlight = true;
         lastAckSent = head;
         UcpRequest r = ep.putNonBlocking(creditStageAddress, 8, remoteCredit, remoteKey, creditDone);
