@@ -42,7 +42,7 @@ public final class E1RoundTrips implements Experiment {
     static UcxTransport.Context ucxContext(String variant, boolean invoker) {
         return new UcxTransport.Context().messaging(variant.equals("am") ? "am" : "ring")
             .footer(variant.equals("ring-flush") ? "flush" : "crc").invoker(invoker).idleStrategy("noop")
-            .memoryBudget(16 << 20).maxConnections(4).ringCapacity(Integer.getInteger("rdmastore.bench.e1.ring", 1 << 20));
+            .memoryBudget(16 << 20).maxConnections(4).ringCapacity(1 << 20);
     }
 
     static String system(String variant) {
@@ -153,7 +153,7 @@ public final class E1RoundTrips implements Experiment {
         Network.Context ctx = new Network.Context().carrier(tcp);
         UcxTransport ucx = null;
         if (!variant.equals("tcp")) {
-            ucx = new UcxTransport(ucxContext(variant, !Boolean.getBoolean("rdmastore.bench.e1.agentClient")));
+            ucx = new UcxTransport(ucxContext(variant, true));
             ctx.upgrade(ucx);
         }
         try (Network network = new Network(ctx)) {
@@ -217,7 +217,6 @@ public final class E1RoundTrips implements Experiment {
     }
 
     private static double raw(int port, int size, long windowNanos) throws Exception {
-        size += Integer.getInteger("rdmastore.bench.e1.rawExtra", 0);
         double estimate = RawPutPingPong.measure(port, size, 1000, 5000);
         long iterations = Math.max(5000, (long) (estimate * windowNanos / 1e9));
         return RawPutPingPong.measure(port, size, iterations / 4, iterations);
