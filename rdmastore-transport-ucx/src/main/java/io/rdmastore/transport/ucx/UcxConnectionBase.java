@@ -43,6 +43,8 @@ abstract class UcxConnectionBase implements Connection {
     private volatile boolean driverClosed;
     private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
     private volatile Object attachment;
+    /** Reads go through process_vm_readv (off after the first refusal: the peer cannot be read). */
+    private volatile boolean crossMemoryReads;
 
     /** Offers from threads other than the driver, in order; drained by the driver. */
     final ManyToOneConcurrentLinkedQueue<byte[]> pending = new ManyToOneConcurrentLinkedQueue<>();
@@ -55,6 +57,7 @@ abstract class UcxConnectionBase implements Connection {
         this.handler = handler;
         this.reason = reason;
         this.peer = peer;
+        this.crossMemoryReads = transport.crossMemoryReads(peer);
     }
 
     /** Driver: takes the local slot and endpoint. */
@@ -155,7 +158,7 @@ abstract class UcxConnectionBase implements Connection {
     @Override
     public String describe() {
         return transport.name() + " " + wire() + " " + remoteAddress() + " ("
-            + transport.wireKind(peer) + ", "
+            + transport.wireKind(peer) + (crossMemoryReads ? ", reads by process_vm_readv" : "") + ", "
             + transport.context() + ")";
     }
 
@@ -286,6 +289,11 @@ abstract class UcxConnectionBase implements Connection {
             f.complete(null);
             return f;
         }
+        // The driver never copies inline: a long copy there would stall every other connection of the worker.
+        if (read && crossMemoryReads && !transport.isDriverThread() && readAcrossMemory(r.address() + remoteOffset,
+                l.segment().address() + localOffset, length, f)) {
+            return f;
+        }
         transport.execute(() -> {
             if (ep == null) {
                 f.completeExceptionally(new TransportException("connection closed: " + describe()));
@@ -318,6 +326,28 @@ abstract class UcxConnectionBase implements Connection {
             }
         });
         return f;
+    }
+
+    /**
+     * One kernel copy from the peer's memory into ours on this thread; false when the peer cannot be read this way
+     * (then the read goes through UCX, and so do this connection's later ones).
+     */
+    private boolean readAcrossMemory(long remoteAddress, long localAddress, long length, CompletableFuture<Void> f) {
+        int errno = CrossMemoryAttach.read(peer.pid(), localAddress, remoteAddress, length);
+        if (errno == 0) {
+            f.complete(null);
+            return true;
+        }
+        if (errno == CrossMemoryAttach.Errno.EPERM || errno == CrossMemoryAttach.Errno.ESRCH
+                || errno == CrossMemoryAttach.Errno.ENOSYS) {
+            crossMemoryReads = false;
+            LOG.info("process_vm_readv from pid {} refused (errno {}); reads on {} go through ucx", peer.pid(), errno,
+                remoteAddress());
+            return false;
+        }
+        f.completeExceptionally(new TransportException("one-sided read of " + length + " bytes at "
+            + Long.toHexString(remoteAddress) + " failed: process_vm_readv errno " + errno));
+        return true;
     }
 
     @Override

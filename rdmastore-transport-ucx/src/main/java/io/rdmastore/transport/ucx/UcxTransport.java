@@ -57,6 +57,8 @@ public final class UcxTransport implements UpgradeTransport {
         private String footer = System.getProperty("rdmastore.ucx.footer", "crc");
         private int maxMessageLength = Integer.getInteger("rdmastore.ucx.maxMessageLength", (512 << 20) + (64 << 10));
         private String name = "ucx";
+        private boolean crossMemoryReads = Boolean.parseBoolean(
+            System.getProperty("rdmastore.ucx.crossMemoryReads", "true"));
 
         /** UCX transports to allow (as UCX_TLS, e.g. {@code posix,cma,self} or {@code tcp}); null = UCX's default. */
         public Context tls(String value) {
@@ -121,6 +123,17 @@ public final class UcxTransport implements UpgradeTransport {
             return this;
         }
 
+        /**
+         * True (default): a one-sided read from a peer on this host, issued by a thread that is not driving the
+         * worker, is one {@code process_vm_readv} by the reader ({@link CrossMemoryAttach}) instead of UCX 1.13's
+         * get, which over shared memory is emulated with active messages (two copies, the peer's thread busy). Off
+         * when the transports in effect exclude cma or the peer cannot be read.
+         */
+        public Context crossMemoryReads(boolean value) {
+            crossMemoryReads = value;
+            return this;
+        }
+
         /** A context from {@link UcxTransport#UcxTransport(java.util.Properties)} keys. */
         public static Context from(java.util.Properties p) {
             Context c = new Context();
@@ -148,6 +161,8 @@ public final class UcxTransport implements UpgradeTransport {
             c.messaging(p.getProperty("messaging", c.messaging));
             c.footer(p.getProperty("footer", c.footer));
             c.name(p.getProperty("name", c.name));
+            c.crossMemoryReads(Boolean.parseBoolean(p.getProperty("crossMemoryReads",
+                Boolean.toString(c.crossMemoryReads))));
             return c;
         }
 
@@ -274,8 +289,11 @@ public final class UcxTransport implements UpgradeTransport {
         rkey = bytes(region.getRemoteKeyBuffer());
         byte[] host = hostId.getBytes(StandardCharsets.UTF_8);
         byte[] address = bytes(worker.getAddress());
-        capability = ByteBuffer.allocate(1 + host.length + 4 + address.length).put((byte) host.length).put(host)
-            .putInt(address.length).put(address).array();
+        // the trailer (pid namespace, pid) lets a peer on this host read lent memory with process_vm_readv; peers
+        // that predate it ignore trailing bytes
+        capability = ByteBuffer.allocate(1 + host.length + 4 + address.length + 16).put((byte) host.length).put(host)
+            .putInt(address.length).put(address).putLong(CrossMemoryAttach.PID_NAMESPACE).putLong(CrossMemoryAttach.PID)
+            .array();
         if (ctx.messaging.equals("am")) {
             am = new AmDispatcher(this, worker);
         }
@@ -331,8 +349,8 @@ public final class UcxTransport implements UpgradeTransport {
         return isAvailable() ? capability.clone() : null;
     }
 
-    /** Parsed peer capability. */
-    record Peer(String hostId, byte[] workerAddress) {
+    /** Parsed peer capability; {@code pidNamespace} and {@code pid} are -1 when the peer did not send them. */
+    record Peer(String hostId, byte[] workerAddress, long pidNamespace, long pid) {
         static Peer parse(byte[] cap) {
             ByteBuffer b = ByteBuffer.wrap(cap);
             byte[] host = new byte[b.get() & 0xFF];
@@ -343,7 +361,13 @@ public final class UcxTransport implements UpgradeTransport {
             }
             byte[] address = new byte[len];
             b.get(address);
-            return new Peer(new String(host, StandardCharsets.UTF_8), address);
+            long pidNamespace = -1;
+            long pid = -1;
+            if (b.remaining() >= 16) {
+                pidNamespace = b.getLong();
+                pid = b.getLong();
+            }
+            return new Peer(new String(host, StandardCharsets.UTF_8), address, pidNamespace, pid);
         }
     }
 
@@ -383,6 +407,31 @@ public final class UcxTransport implements UpgradeTransport {
             }
         }
         return tls.startsWith("^");
+    }
+
+    /** Whether one-sided reads from {@code peer} may be made with process_vm_readv ({@link CrossMemoryAttach}). */
+    boolean crossMemoryReads(Peer peer) {
+        return ctx.crossMemoryReads && CrossMemoryAttach.available() && sameHost(peer) && allowsCma()
+            && peer.pid() > 0 && peer.pidNamespace() == CrossMemoryAttach.PID_NAMESPACE;
+    }
+
+    /** Whether the transports in effect include cma (UCX's default, {@code sm}/{@code shm}, or named). */
+    private boolean allowsCma() {
+        String tls = tlsInEffect();
+        if (tls == null || tls.isBlank() || tls.contains("all")) {
+            return true;
+        }
+        boolean named = false;
+        for (String t : tls.split(",")) {
+            String n = t.trim().replace("^", "");
+            named |= n.equals("sm") || n.equals("shm") || n.equals("cma");
+        }
+        return tls.startsWith("^") != named;
+    }
+
+    /** Whether the calling thread is driving the worker now (the agent, or an invoker inside doWork). */
+    boolean isDriverThread() {
+        return invokerLock.isHeldByCurrentThread();
     }
 
     boolean sameHost(Peer peer) {
