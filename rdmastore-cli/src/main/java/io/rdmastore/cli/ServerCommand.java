@@ -71,6 +71,12 @@ final class ServerCommand implements Callable<Integer> {
     String maxKeyBytes;
     @Option(names = "--max-value-bytes", paramLabel = "SIZE", description = "Largest value (default 512m).")
     String maxValueBytes;
+    @Option(names = "--blob-threshold", paramLabel = "SIZE", description = "String values from this size on are"
+        + " stored as blob files and served from a mapping (default 1m).")
+    String blobThreshold;
+    @Option(names = "--max-blob-bytes", paramLabel = "SIZE", description = "Largest blob the blob API accepts"
+        + " (default 8g); larger puts are refused before any data moves.")
+    String maxBlobBytes;
     @Option(names = "--max-document-bytes", paramLabel = "SIZE", description = "Largest document (default 16m).")
     String maxDocumentBytes;
     @Option(names = "--max-request-bytes", paramLabel = "SIZE", description = "Largest request (default the value"
@@ -94,7 +100,8 @@ final class ServerCommand implements Callable<Integer> {
 
     /** The keys a config file may hold, in --help order: each is a long option name without dashes. */
     static final List<String> KEYS = List.of("port", "bind", "data-dir", "fsync", "transport", "password", "ucx-tls",
-        "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "max-document-bytes",
+        "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "blob-threshold", "max-blob-bytes",
+        "max-document-bytes",
         "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp");
 
     @Override
@@ -176,6 +183,7 @@ final class ServerCommand implements Callable<Integer> {
         String[][] cli = {{"port", port}, {"bind", bind}, {"data-dir", dataDir}, {"fsync", fsync},
             {"transport", transport}, {"password", password}, {"ucx-tls", ucxTls}, {"idle-strategy", idleStrategy},
             {"max-connections", maxConnections}, {"max-key-bytes", maxKeyBytes}, {"max-value-bytes", maxValueBytes},
+            {"blob-threshold", blobThreshold}, {"max-blob-bytes", maxBlobBytes},
             {"max-document-bytes", maxDocumentBytes}, {"max-request-bytes", maxRequestBytes},
             {"max-pending-reply-bytes", maxPendingReplyBytes}, {"snapshot-log-bytes", snapshotLogBytes},
             {"handshake-timeout", handshakeTimeout}, {"resp", resp}};
@@ -226,6 +234,8 @@ final class ServerCommand implements Callable<Integer> {
                 case "max-connections" -> c.maxConnections((int) Values.number(k, v, 1, Integer.MAX_VALUE));
                 case "max-key-bytes" -> c.maxKeyBytes((int) Values.size(k, v, 1, Integer.MAX_VALUE));
                 case "max-value-bytes" -> c.maxValueBytes(Values.size(k, v, 1, Long.MAX_VALUE));
+                case "blob-threshold" -> c.blobConfig().thresholdBytes(Values.size(k, v, 1, Long.MAX_VALUE));
+                case "max-blob-bytes" -> c.blobConfig().maxBlobBytes(Values.size(k, v, 0, Long.MAX_VALUE));
                 case "max-document-bytes" -> c.maxDocumentBytes((int) Values.size(k, v, 1, Integer.MAX_VALUE));
                 case "max-request-bytes" -> c.maxRequestBytes(Values.size(k, v, 1, Long.MAX_VALUE));
                 case "max-pending-reply-bytes" -> c.maxPendingReplyBytes(Values.size(k, v, 1, Long.MAX_VALUE));

@@ -80,6 +80,11 @@ class ServerCommandTest {
         assertTrue(fsync.err().contains("fsync must be one of always, everysec, no: 'sometimes'"), fsync::toString);
         Run size = Run.of("server", "--max-value-bytes", "12q", "--data-dir", dir.toString());
         assertTrue(size.err().contains("max-value-bytes must be a size"), size::toString);
+        Run threshold = Run.of("server", "--blob-threshold", "0", "--data-dir", dir.toString());
+        assertEquals(1, threshold.exitCode(), threshold::toString);
+        assertTrue(threshold.err().contains("blob-threshold"), threshold::toString);
+        assertEquals(4096, ServerCommand.toConfig(java.util.Map.of("blob-threshold", "4k", "data-dir",
+            dir.toString())).blobConfig().thresholdBytes());
         Run missing = Run.of("server", "--config", dir.resolve("absent.properties").toString());
         assertTrue(missing.err().contains("does not exist or cannot be read"), missing::toString);
     }

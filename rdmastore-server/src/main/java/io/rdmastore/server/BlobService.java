@@ -4,14 +4,18 @@ import io.rdmastore.client.protocol.ProtocolDescriptor;
 import io.rdmastore.client.protocol.ProtocolException;
 import io.rdmastore.client.protocol.WireReader;
 import io.rdmastore.client.protocol.WireWriter;
+import io.rdmastore.store.Store;
 import io.rdmastore.store.StoreException;
-import io.rdmastore.store.blob.BlobConfig;
 import io.rdmastore.store.blob.BlobStore;
+import io.rdmastore.store.blob.BlobValue;
 import io.rdmastore.store.blob.BlobVersion;
 import io.rdmastore.store.blob.BlobWrite;
 import io.rdmastore.transport.Connection;
 import io.rdmastore.transport.RegisteredMemory;
 import io.rdmastore.transport.RemoteMemory;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -27,9 +31,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The blob opcodes (docs/blobs.md): BLOB_GET lends the client a registered view of one blob version for one transfer
- * (a lease), BLOB_PUT pulls the client's lent buffer with one-sided reads into a temporary file and commits it once the
- * CRC32C matches, BLOB_DEL deletes. The same code serves every transport: over tcp the provider emulates the one-sided
+ * The blob opcodes (docs/blobs.md): BLOB_GET lends the client a registered view of one value for one transfer (a
+ * lease: the mapped blob file, or a copy of a value kept in memory), BLOB_PUT pulls the client's lent buffer with
+ * one-sided reads into a temporary file and stores it as the key's value once the CRC32C matches, BLOB_DEL deletes.
+ * Blob values are ordinary string values of the store (GET and SET see them too). The same code serves every transport: over tcp the provider emulates the one-sided
  * reads by streaming chunks.
  *
  * <p>Threads: the request methods run on the session's transport thread and never block it: a put's reads are chained
@@ -38,7 +43,8 @@ import org.slf4j.LoggerFactory;
  * their time-out (timer thread) or when the session closes, whichever comes first, exactly once.
  *
  * <p>Memory: a leased version stays mapped (and its file on disk) until its last lease ends, whatever overwrites or
- * deletes happen meanwhile, so a reader never sees a mix of versions. Each lease registers the mapping once.
+ * deletes happen meanwhile, so a reader never sees a mix of versions. Each lease registers the mapping once; a value
+ * kept in memory is copied into a lease-owned off-heap buffer, freed when the lease ends.
  */
 final class BlobService implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(BlobService.class);
@@ -47,7 +53,9 @@ final class BlobService implements AutoCloseable {
     /** One-sided reads of one put in flight. */
     static final int WINDOW = 4;
 
-    private final BlobStore store;
+    private final Store store;
+    private final BlobStore files;
+    private final int maxKeyBytes;
     private final ScheduledExecutorService timer;
     private final ExecutorService committer;
     private final long leaseTimeoutMillis;
@@ -57,19 +65,20 @@ final class BlobService implements AutoCloseable {
     /** Puts still pulling, so a closed session can abandon its own. */
     private final java.util.Set<Pull> pulls = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    /** One lent blob version. */
+    /** One lent value. */
     private final class Lease {
         final long id;
         final NativeSession session;
-        final BlobVersion version;
+        /** Gives the value back: releases the blob version or frees the copy. */
+        final Runnable free;
         final RegisteredMemory registration;
         final AtomicBoolean ended = new AtomicBoolean();
         volatile ScheduledFuture<?> expiry;
 
-        Lease(long id, NativeSession session, BlobVersion version, RegisteredMemory registration) {
+        Lease(long id, NativeSession session, Runnable free, RegisteredMemory registration) {
             this.id = id;
             this.session = session;
-            this.version = version;
+            this.free = free;
             this.registration = registration;
         }
 
@@ -87,14 +96,16 @@ final class BlobService implements AutoCloseable {
                     registration.close();
                 }
             } finally {
-                version.release();
+                free.run();
             }
             return true;
         }
     }
 
-    BlobService(BlobConfig config, ScheduledExecutorService timer, Duration leaseTimeout) {
-        this.store = BlobStore.open(config);
+    BlobService(Store store, ScheduledExecutorService timer, Duration leaseTimeout) {
+        this.store = store;
+        this.files = store.blobs();
+        this.maxKeyBytes = store.config().maxKeyBytes();
         this.timer = timer;
         this.leaseTimeoutMillis = leaseTimeout.toMillis();
         this.committer = Executors.newSingleThreadExecutor(r -> {
@@ -102,10 +113,6 @@ final class BlobService implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-    }
-
-    BlobStore store() {
-        return store;
     }
 
     int leases() {
@@ -118,22 +125,56 @@ final class BlobService implements AutoCloseable {
 
     // ---- BLOB_GET / BLOB_GET_DONE ----
 
-    /** Request: key:bytes. Reply: version:i64, length:i64, crc32c:i32, leaseId:i64, descriptor:bytes; NULL if none. */
+    /**
+     * Request: key:bytes. Reply: version:i64 (0 for a value kept in memory), length:i64, crc32c:i32, leaseId:i64,
+     * descriptor:bytes; NULL if none.
+     */
     void get(NativeSession session, WireReader r, WireWriter w) {
-        byte[] key = r.bytes("key", BlobConfig.MAX_KEY_BYTES);
+        byte[] key = r.bytes("key", maxKeyBytes);
         r.end();
-        BlobVersion v = store.acquire(key);
-        if (v == null) {
+        BlobValue value = store.acquireBlob(key);
+        if (value == null) {
             w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
             return;
+        }
+        long version;
+        long length;
+        int crc;
+        MemorySegment segment;
+        Runnable free;
+        BlobVersion v = value.blob();
+        if (v != null) {
+            version = v.version();
+            length = v.length();
+            crc = v.crc32c();
+            free = v::release;
+            try {
+                segment = length > 0 ? v.segment() : null;
+            } catch (RuntimeException e) {
+                v.release();
+                throw e;
+            }
+        } else {
+            byte[] bytes = value.inline();
+            version = 0;
+            length = bytes.length;
+            java.util.zip.CRC32C c = new java.util.zip.CRC32C();
+            c.update(bytes);
+            crc = (int) c.getValue();
+            Arena arena = Arena.ofShared();
+            segment = length > 0 ? arena.allocate(length, 64) : null;
+            if (segment != null) {
+                MemorySegment.copy(bytes, 0, segment, ValueLayout.JAVA_BYTE, 0, bytes.length);
+            }
+            free = arena::close;
         }
         RegisteredMemory reg = null;
         try {
             Connection c = session.connection();
-            if (v.length() > 0) {
-                reg = c.register(v.segment());
+            if (segment != null) {
+                reg = c.register(segment);
             }
-            Lease lease = new Lease(leaseIds.incrementAndGet(), session, v, reg);
+            Lease lease = new Lease(leaseIds.incrementAndGet(), session, free, reg);
             leases.put(lease.id, lease);
             lease.expiry = timer.schedule(() -> {
                 if (lease.end()) {
@@ -141,7 +182,7 @@ final class BlobService implements AutoCloseable {
                         leaseTimeoutMillis);
                 }
             }, leaseTimeoutMillis, TimeUnit.MILLISECONDS);
-            w.i64(v.version()).i64(v.length()).i32(v.crc32c()).i64(lease.id);
+            w.i64(version).i64(length).i32(crc).i64(lease.id);
             w.bytes(reg == null ? new byte[0] : reg.descriptor());
             if (!c.isOpen()) {
                 // A close that raced the lease: the session's close sweep may have run already.
@@ -151,7 +192,7 @@ final class BlobService implements AutoCloseable {
             if (reg != null) {
                 reg.close();
             }
-            v.release();
+            free.run();
             throw e;
         }
     }
@@ -168,11 +209,11 @@ final class BlobService implements AutoCloseable {
 
     // ---- BLOB_DEL ----
 
-    /** Request: key:bytes. Reply: deleted:i64 (1 or 0). */
+    /** Request: key:bytes. Reply: deleted:i64 (1 or 0). Deletes the key whatever its value, as DEL does. */
     void delete(WireReader r, WireWriter w) {
-        byte[] key = r.bytes("key", BlobConfig.MAX_KEY_BYTES);
+        byte[] key = r.bytes("key", maxKeyBytes);
         r.end();
-        w.i64(store.delete(key) ? 1 : 0);
+        w.i64(store.delete(key));
     }
 
     // ---- BLOB_PUT ----
@@ -182,7 +223,7 @@ final class BlobService implements AutoCloseable {
      * data is pulled, verified and durable: version:i64. Limits and free space are checked before any data moves.
      */
     void put(NativeSession session, long requestId, WireReader r, WireWriter w) {
-        byte[] key = r.bytes("key", BlobConfig.MAX_KEY_BYTES);
+        byte[] key = r.bytes("key", maxKeyBytes);
         long length = r.i64("length");
         int crc = r.i32("crc32c");
         byte[] descriptor = r.bytes("descriptor", 64 * 1024);
@@ -199,17 +240,17 @@ final class BlobService implements AutoCloseable {
                     + length);
             }
         }
-        BlobWrite write = store.begin(key, length);
+        BlobWrite write = files.begin(length);
         RegisteredMemory local;
         try {
             local = length > 0 ? c.register(write.segment()) : null;
         } catch (RuntimeException e) {
-            store.abort(write);
+            files.abort(write);
             throw e;
         }
         Object placeholder = session.deferReply();
         putsInFlight.incrementAndGet();
-        Pull pull = new Pull(session, requestId, c, remote, local, write, crc, placeholder);
+        Pull pull = new Pull(session, requestId, key, c, remote, local, write, crc, placeholder);
         pulls.add(pull);
         pull.pump();
     }
@@ -218,6 +259,7 @@ final class BlobService implements AutoCloseable {
     private final class Pull {
         final NativeSession session;
         final long requestId;
+        final byte[] key;
         final Connection connection;
         final RemoteMemory remote;
         final RegisteredMemory local;
@@ -233,10 +275,11 @@ final class BlobService implements AutoCloseable {
         boolean released;
         Throwable failure;
 
-        Pull(NativeSession session, long requestId, Connection connection, RemoteMemory remote, RegisteredMemory local,
-             BlobWrite write, int crc, Object placeholder) {
+        Pull(NativeSession session, long requestId, byte[] key, Connection connection, RemoteMemory remote,
+             RegisteredMemory local, BlobWrite write, int crc, Object placeholder) {
             this.session = session;
             this.requestId = requestId;
+            this.key = key;
             this.connection = connection;
             this.remote = remote;
             this.local = local;
@@ -314,7 +357,7 @@ final class BlobService implements AutoCloseable {
                 finish();
                 return;
             }
-            store.discard(write);
+            files.discard(write);
             putsInFlight.decrementAndGet();
             LOG.info("blob put from {} abandoned: the connection closed with {} reads in flight",
                 connection.remoteAddress(), inflight);
@@ -327,11 +370,11 @@ final class BlobService implements AutoCloseable {
                 local.close();
             }
             if (released) {
-                store.abort(write);
+                files.abort(write);
                 return;
             }
             if (failure != null) {
-                store.abort(write);
+                files.abort(write);
                 putsInFlight.decrementAndGet();
                 Throwable cause = failure.getCause() != null && failure instanceof java.util.concurrent.CompletionException
                     ? failure.getCause() : failure;
@@ -342,14 +385,14 @@ final class BlobService implements AutoCloseable {
             committer.execute(() -> {
                 byte[] reply;
                 try {
-                    BlobVersion v = store.commit(write, crc);
-                    reply = new WireWriter(32).header(ProtocolDescriptor.STATUS_OK, requestId).i64(v.version())
+                    long version = store.putBlob(key, write, crc);
+                    reply = new WireWriter(32).header(ProtocolDescriptor.STATUS_OK, requestId).i64(version)
                         .toByteArray();
                 } catch (StoreException e) {
                     reply = error(NativeSession.storeError(e));
                 } catch (RuntimeException e) {
                     LOG.warn("blob commit failed", e);
-                    store.abort(write);
+                    files.abort(write);
                     reply = error("ERR internal error in BLOB_PUT: " + e);
                 } finally {
                     putsInFlight.decrementAndGet();
@@ -394,6 +437,5 @@ final class BlobService implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        store.close();
     }
 }

@@ -118,8 +118,7 @@ public final class RdmaStoreServer implements AutoCloseable {
 
         Path dir = config.dataDir().toAbsolutePath();
         store = Store.open(config.storeConfig().dataDir(dir));
-        blobs = new BlobService(config.blobConfig().directory(dir.resolve("blobs")), retry,
-            config.blobLeaseTimeout());
+        blobs = new BlobService(store, retry, config.blobLeaseTimeout());
         RecoveryReport rr = store.recoveryReport();
         LOG.info("data dir {} (fsync {}): recovered snapshot {} ({} records), {} log segments, {} log records,"
                 + " {} torn-tail bytes cut, in {} ms", dir, config.fsync(),
@@ -264,7 +263,7 @@ public final class RdmaStoreServer implements AutoCloseable {
 
     /** The blob store (after {@link #start()}). */
     public io.rdmastore.store.blob.BlobStore blobStore() {
-        return blobs.store();
+        return store.blobs();
     }
 
     ScheduledExecutorService retryExecutor() {

@@ -295,7 +295,8 @@ public final class ServerConfig {
     /** The store's settings derived from these. */
     StoreConfig storeConfig() {
         return new StoreConfig().dataDir(dataDir).fsync(fsync).maxKeyBytes(maxKeyBytes).maxValueBytes(maxValueBytes)
-            .maxDocumentBytes(maxDocumentBytes).snapshotLogBytes(snapshotLogBytes);
+            .maxDocumentBytes(maxDocumentBytes).snapshotLogBytes(snapshotLogBytes)
+            .blobs(blobConfig.clone().directory(dataDir.toAbsolutePath().resolve("blobs")));
     }
 
     @Override

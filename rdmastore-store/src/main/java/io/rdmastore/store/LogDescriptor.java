@@ -52,7 +52,12 @@ final class LogDescriptor {
     static final byte OP_DOCUMENT_DELETE = 12;
     /** records:int64. Last frame of a complete snapshot. */
     static final byte OP_SNAPSHOT_END = 13;
-    static final byte OP_MAX = 13;
+    /**
+     * key:bytes expireAt:int64 version:int64 length:int64 crc32c:int32. Replaces the key with a string value held
+     * in blob file {@code version} (durable before this record is written).
+     */
+    static final byte OP_STRING_BLOB = 14;
+    static final byte OP_MAX = 14;
 
     private LogDescriptor() {
     }

@@ -38,6 +38,10 @@ import org.bson.BsonObjectId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import io.rdmastore.store.blob.BlobStore;
+import io.rdmastore.store.blob.BlobValue;
+import io.rdmastore.store.blob.BlobVersion;
+import io.rdmastore.store.blob.BlobWrite;
 import io.rdmastore.store.doc.BsonValues;
 import io.rdmastore.store.doc.DocumentFilter;
 import io.rdmastore.store.doc.DocumentUpdate;
@@ -86,6 +90,7 @@ public final class Store implements AutoCloseable {
     private final ScheduledExecutorService fsyncExecutor;
     private final ScheduledExecutorService expiryExecutor;
     private LogWriter log;
+    private BlobStore blobs;
     private FileChannel lockChannel;
     private FileLock dirLock;
     private boolean dirClaimed;
@@ -143,6 +148,9 @@ public final class Store implements AutoCloseable {
         snapshotExecutor.shutdownNow();
         fsyncExecutor.shutdownNow();
         expiryExecutor.shutdownNow();
+        if (blobs != null) {
+            blobs.close();
+        }
         keyspace.freeAll();
         try {
             if (log != null) {
@@ -188,6 +196,11 @@ public final class Store implements AutoCloseable {
                 Files.deleteIfExists(p);
             }
         }
+        io.rdmastore.store.blob.BlobConfig bc = config.blobs();
+        if (bc.directory() == null) {
+            bc.directory(dir.resolve("blobs"));
+        }
+        blobs = BlobStore.open(bc);
         List<Path> snapshots = listSorted(dir, true);
         List<Path> segments = listSorted(dir, false);
         Path snapshot = snapshots.isEmpty() ? null : snapshots.getLast();
@@ -249,10 +262,69 @@ public final class Store implements AutoCloseable {
             validEnd = o.validEnd();
         }
         log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd);
+        if (!replay.isEmpty()) {
+            // The replayed log decides which blob files go; it must outlive a machine crash first.
+            try (FileChannel ch = FileChannel.open(replay.getLast(), StandardOpenOption.WRITE)) {
+                ch.force(false);
+            }
+        }
         dropExpiredAfterRecovery();
+        dropMissingBlobs();
+        blobs.startReaper(log::force);
+        adoptLegacyBlobs();
         long ms = (System.nanoTime() - started) / 1_000_000;
         recovery = new RecoveryReport(snapshot, snapshotRecords, replay.size(), records, tornCut, ms);
         bytesSinceSnapshot.set(logBytes());
+    }
+
+    /**
+     * Keys whose blob file is gone (deleted or damaged by hand; the store deletes a file only after the log dropped
+     * it) are reported and deleted, so the store opens with every other value.
+     */
+    private void dropMissingBlobs() {
+        for (Keyspace.Shard s : keyspace.shards) {
+            List<Key> gone = new ArrayList<>();
+            for (Map.Entry<Key, Keyspace.Entry> me : s.map.entrySet()) {
+                BlobVersion v = me.getValue().blob;
+                if (v != null && v.missing()) {
+                    LOG.error("the value of key {} was blob file {}, which is missing or damaged: the key is deleted",
+                        printable(me.getKey().bytes), v.file());
+                    gone.add(me.getKey());
+                }
+            }
+            for (Key k : gone) {
+                FrameBuilder f = frame();
+                f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+                commit(f);
+            }
+        }
+    }
+
+    /** Blob files of the format that named the key in the file: each becomes its key's value if the key is free. */
+    private void adoptLegacyBlobs() {
+        for (BlobStore.LegacyBlob old : blobs.legacy()) {
+            Key k = Key.copyOf(old.key());
+            Keyspace.Shard s = keyspace.shard(k);
+            if (s.map.containsKey(k)) {
+                LOG.warn("legacy blob file {} is not adopted: key {} has a value already", old.file(),
+                    printable(old.key()));
+                continue;
+            }
+            BlobVersion v = blobs.adopt(old);
+            try {
+                FrameBuilder f = frame();
+                putString(f, k, -1, null, v);
+                commit(f);
+            } finally {
+                v.release();
+            }
+            LOG.info("legacy blob file {} adopted as the value of key {}", old.file(), printable(old.key()));
+        }
+        log.force();
+    }
+
+    private static String printable(byte[] key) {
+        return new String(key, StandardCharsets.UTF_8);
     }
 
     /** Keys that expired while the store was down are dropped now (and logged, so replay stays exact). */
@@ -337,6 +409,8 @@ public final class Store implements AutoCloseable {
             throw new StoreException("closing the log failed: " + e.getMessage(), e);
         } finally {
             unlockAll(all);
+            // after the log is durable (so queued blob files may go), before the keys drop their references
+            blobs.close();
             keyspace.freeAll();
             releaseDirLock();
         }
@@ -428,6 +502,14 @@ public final class Store implements AutoCloseable {
                 case LogDescriptor.OP_DOCUMENT_DELETE -> {
                     String name = readString(p);
                     documents.applyDelete(name, readDocument(p).get("_id"));
+                }
+                case LogDescriptor.OP_STRING_BLOB -> {
+                    Key k = Key.wrap(Keyspace.readBytes(p));
+                    long expireAt = p.getLong();
+                    long version = p.getLong();
+                    long length = p.getLong();
+                    int crc = p.getInt();
+                    keyspace.applyStringBlob(k, expireAt, blobs.resolve(version, length, crc));
                 }
                 case LogDescriptor.OP_SNAPSHOT_END -> p.getLong();
                 default -> throw new StoreException("unknown log op code " + op);
@@ -681,8 +763,9 @@ public final class Store implements AutoCloseable {
                 ticket = commit(f);
                 return false;
             }
-            f.op(LogDescriptor.OP_DELETE).putBytes(a.bytes);
+            // the target first: a blob version then never loses its last reference in between
             encodeEntry(f, b, e);
+            f.op(LogDescriptor.OP_DELETE).putBytes(a.bytes);
             ticket = commit(f);
         } finally {
             unlock(locks);
@@ -693,7 +776,7 @@ public final class Store implements AutoCloseable {
 
     private static void encodeEntry(FrameBuilder f, Key k, Keyspace.Entry e) {
         if (e.type == Keyspace.STRING) {
-            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e.expireAt).putBytes(e.string, e.length);
+            Keyspace.encodeString(f, k, e);
         } else {
             f.op(LogDescriptor.OP_HASH_REPLACE).putBytes(k.bytes).putLong(e.expireAt).putInt(e.hash.size());
             for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
@@ -840,7 +923,7 @@ public final class Store implements AutoCloseable {
         try {
             Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
             requireString(e);
-            return e == null ? null : Keyspace.copyOut(e);
+            return e == null ? null : copyValue(e);
         } finally {
             s.lock.readLock().unlock();
         }
@@ -867,8 +950,9 @@ public final class Store implements AutoCloseable {
             if (e == null) {
                 return reader.apply(null);
             }
+            checkReadable(e);
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment view = e.string.asSlice(0, e.length).reinterpret(arena, null).asReadOnly();
+                MemorySegment view = Keyspace.value(e).asSlice(0, e.length).reinterpret(arena, null).asReadOnly();
                 return reader.apply(view);
             }
         } finally {
@@ -876,20 +960,32 @@ public final class Store implements AutoCloseable {
         }
     }
 
-    /** SET with options; see {@link SetOptions}. */
+    /** SET with options; see {@link SetOptions}. Values from the blob threshold on are stored as blob files. */
     public SetResult set(byte[] key, byte[] value, SetOptions options) {
         options.validate();
         checkValue(value.length);
+        key(key);
+        BlobVersion blob = storeAsBlob(value);
+        try {
+            return set(key, value, blob, options);
+        } finally {
+            if (blob != null) {
+                blob.release();
+            }
+        }
+    }
+
+    private SetResult set(byte[] key, byte[] value, BlobVersion blob, SetOptions options) {
         return writeKey(key, (k, e, f, now) -> {
             byte[] old = null;
             if (options.returnOld()) {
                 requireString(e);
-                old = e == null ? null : Keyspace.copyOut(e);
+                old = e == null ? null : copyValue(e);
             }
             boolean written = !(options.ifAbsent() && e != null) && !(options.ifPresent() && e == null);
             if (written) {
                 long expireAt = options.keepTtl() && e != null ? e.expireAt : options.expireAtMillis();
-                f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(expireAt).putBytes(value);
+                putString(f, k, expireAt, value, blob);
             }
             if (!options.returnOld()) {
                 return written ? SetResult.WRITTEN : SetResult.NOT_WRITTEN;
@@ -903,6 +999,10 @@ public final class Store implements AutoCloseable {
         checkOpen();
         Key k = key(key);
         checkValue(value.length);
+        if (blobs.blobSized(value.length)) {
+            set(key, value, new SetOptions());
+            return;
+        }
         Keyspace.Shard s = keyspace.shard(k);
         long ticket;
         s.lock.writeLock().lock();
@@ -916,6 +1016,120 @@ public final class Store implements AutoCloseable {
         durable(ticket);
     }
 
+    /** The op that sets a string: its bytes, or (when {@code blob} is not null) a reference to its blob file. */
+    private static void putString(FrameBuilder f, Key k, long expireAt, byte[] value, BlobVersion blob) {
+        if (blob == null) {
+            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(expireAt).putBytes(value);
+        } else {
+            f.op(LogDescriptor.OP_STRING_BLOB).putBytes(k.bytes).putLong(expireAt).putLong(blob.version())
+                .putLong(blob.length()).putInt(blob.crc32c());
+        }
+    }
+
+    /**
+     * A value from the blob threshold on, written to a durable blob file before any lock is taken (the caller holds
+     * the one reference and releases it after logging); null for a value that stays in memory.
+     */
+    private BlobVersion storeAsBlob(byte[] value) {
+        if (!blobs.blobSized(value.length)) {
+            return null;
+        }
+        BlobWrite w = blobs.begin(value.length);
+        try {
+            MemorySegment.copy(value, 0, w.segment(), ValueLayout.JAVA_BYTE, 0, value.length);
+        } catch (RuntimeException e) {
+            blobs.abort(w);
+            throw e;
+        }
+        return blobs.commit(w, null);
+    }
+
+    /** A string value as a new array, refused when it is larger than a reply may be (a blob can be). */
+    private byte[] copyValue(Keyspace.Entry e) {
+        checkReadable(e);
+        return Keyspace.copyOut(e);
+    }
+
+    private void checkReadable(Keyspace.Entry e) {
+        if (e.length > config.maxValueBytes()) {
+            throw new LimitExceededException("value is " + e.length + " bytes, larger than max-value-bytes ("
+                    + config.maxValueBytes() + "): read it with the blob API (BLOB_GET, rdmastore get-file)");
+        }
+    }
+
+    // =====================================================================================================
+    // Blobs
+    // =====================================================================================================
+
+    /** The blob files behind values from the threshold on: settings, directory, counts. */
+    public BlobStore blobs() {
+        return blobs;
+    }
+
+    /**
+     * Stores a blob written by {@link BlobStore#begin} as the value of {@code key} (clearing any TTL, as SET does):
+     * checks its CRC32C against {@code expectedCrc32c}, makes the file durable, logs the record that gives it to the
+     * key. A blob below the threshold is kept in memory instead, like any small value. The write is finished either
+     * way (committed or aborted).
+     *
+     * @return the blob's version, 0 when the value was kept in memory
+     * @throws StoreException on a CRC mismatch, a bad key or an I/O error; the old value is kept
+     */
+    public long putBlob(byte[] key, BlobWrite w, int expectedCrc32c) {
+        checkOpen();
+        try {
+            key(key);
+        } catch (RuntimeException e) {
+            blobs.abort(w);
+            throw e;
+        }
+        if (!blobs.blobSized(w.length())) {
+            byte[] value;
+            try {
+                int crc = BlobStore.crc32c(w.segment());
+                if (crc != expectedCrc32c) {
+                    throw new StoreException(String.format("blob CRC32C mismatch: the client announced %08x but the"
+                        + " server received data with %08x; nothing was stored", expectedCrc32c, crc));
+                }
+                value = w.segment().toArray(ValueLayout.JAVA_BYTE);
+            } finally {
+                blobs.abort(w);
+            }
+            set(key, value);
+            return 0;
+        }
+        BlobVersion v = blobs.commit(w, expectedCrc32c);
+        try {
+            writeKey(key, (k, e, f, now) -> {
+                putString(f, k, -1, null, v);
+                return null;
+            });
+            return v.version();
+        } finally {
+            v.release();
+        }
+    }
+
+    /**
+     * The value of {@code key} for a one-sided transfer: a blob version with a reference the caller must release
+     * (its file and mapping stay whatever writes follow), or a copy of a value kept in memory; null when missing.
+     *
+     * @throws WrongTypeException on a hash
+     */
+    public BlobValue acquireBlob(byte[] key) {
+        return readKey(key, e -> {
+            requireString(e);
+            if (e == null) {
+                return null;
+            }
+            if (e.blob != null) {
+                e.blob.retain();
+                return new BlobValue(e.blob, null);
+            }
+            return new BlobValue(null, Keyspace.copyOut(e));
+        });
+    }
+
     /** GETDEL: the string value (or null), deleting the key. */
     public byte[] getDel(byte[] key) {
         return writeKey(key, (k, e, f, now) -> {
@@ -923,7 +1137,7 @@ public final class Store implements AutoCloseable {
             if (e == null) {
                 return null;
             }
-            byte[] old = Keyspace.copyOut(e);
+            byte[] old = copyValue(e);
             f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
             return old;
         });
@@ -953,7 +1167,7 @@ public final class Store implements AutoCloseable {
                     f.op(LogDescriptor.OP_EXPIRE).putBytes(k.bytes).putLong(expireAtMillis);
                 }
             }
-            return Keyspace.copyOut(e);
+            return copyValue(e);
         });
     }
 
@@ -996,7 +1210,7 @@ public final class Store implements AutoCloseable {
             if (e != null && e.length > maxNumberLength) {
                 throw new NotANumberException(notANumber);
             }
-            byte[] nv = change.apply(e == null ? null : Keyspace.copyOut(e));
+            byte[] nv = change.apply(e == null ? null : copyValue(e));
             f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e == null ? -1 : e.expireAt).putBytes(nv);
             return null;
         });
@@ -1010,7 +1224,7 @@ public final class Store implements AutoCloseable {
             long len = cur + suffix.length;
             checkValue(len);
             if (e == null || suffix.length > 0) {
-                f.op(LogDescriptor.OP_STRING_WRITE_AT).putBytes(k.bytes).putLong(cur).putBytes(suffix);
+                writeAt(f, k, e, cur, suffix);
             }
             return len;
         });
@@ -1038,7 +1252,7 @@ public final class Store implements AutoCloseable {
                 return new byte[0];
             }
             byte[] out = new byte[(int) (to - from + 1)];
-            MemorySegment.copy(e.string, ValueLayout.JAVA_BYTE, from, out, 0, out.length);
+            MemorySegment.copy(Keyspace.value(e), ValueLayout.JAVA_BYTE, from, out, 0, out.length);
             return out;
         });
     }
@@ -1055,9 +1269,25 @@ public final class Store implements AutoCloseable {
                 return cur;
             }
             checkValue(offset + bytes.length);
-            f.op(LogDescriptor.OP_STRING_WRITE_AT).putBytes(k.bytes).putLong(offset).putBytes(bytes);
+            writeAt(f, k, e, offset, bytes);
             return Math.max(cur, offset + bytes.length);
         });
+    }
+
+    /**
+     * The op for APPEND/SETRANGE. On a value held in a blob file it is the whole new value: a write-at record would
+     * need the old file at replay, which may be deleted by then. Blob files are never changed, so the result lives in
+     * memory.
+     */
+    private void writeAt(FrameBuilder f, Key k, Keyspace.Entry e, long offset, byte[] bytes) {
+        if (e == null || e.blob == null) {
+            f.op(LogDescriptor.OP_STRING_WRITE_AT).putBytes(k.bytes).putLong(offset).putBytes(bytes);
+            return;
+        }
+        byte[] nv = new byte[Math.toIntExact(Math.max(e.length, offset + bytes.length))];
+        MemorySegment.copy(Keyspace.value(e), ValueLayout.JAVA_BYTE, 0, nv, 0, (int) e.length);
+        System.arraycopy(bytes, 0, nv, (int) offset, bytes.length);
+        f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e.expireAt).putBytes(nv);
     }
 
     /**
@@ -1076,6 +1306,22 @@ public final class Store implements AutoCloseable {
             ks[i] = key(keysAndValues.get(2 * i));
             checkValue(keysAndValues.get(2 * i + 1).length);
         }
+        BlobVersion[] held = new BlobVersion[ks.length];
+        try {
+            for (int i = 0; i < ks.length; i++) {
+                held[i] = storeAsBlob(keysAndValues.get(2 * i + 1));
+            }
+            return mset(ks, keysAndValues, held, onlyIfNoneExist);
+        } finally {
+            for (BlobVersion v : held) {
+                if (v != null) {
+                    v.release();
+                }
+            }
+        }
+    }
+
+    private boolean mset(Key[] ks, List<byte[]> keysAndValues, BlobVersion[] held, boolean onlyIfNoneExist) {
         long ticket;
         Lock[] locks = lockShards(shardIndexes(ks), true);
         try {
@@ -1090,8 +1336,7 @@ public final class Store implements AutoCloseable {
                 return false;
             }
             for (int i = 0; i < ks.length; i++) {
-                f.op(LogDescriptor.OP_STRING_PUT).putBytes(ks[i].bytes).putLong(-1)
-                        .putBytes(keysAndValues.get(2 * i + 1));
+                putString(f, ks[i], -1, keysAndValues.get(2 * i + 1), held[i]);
             }
             ticket = commit(f);
         } finally {
@@ -1111,7 +1356,7 @@ public final class Store implements AutoCloseable {
             List<byte[]> out = new ArrayList<>(ks.length);
             for (Key k : ks) {
                 Keyspace.Entry e = liveRead(keyspace.shard(k), k, now);
-                out.add(e == null || e.type != Keyspace.STRING ? null : Keyspace.copyOut(e));
+                out.add(e == null || e.type != Keyspace.STRING ? null : copyValue(e));
             }
             return out;
         } finally {

@@ -27,6 +27,7 @@ public final class StoreConfig implements Cloneable {
     private int maxDocumentBytes = DEFAULT_MAX_DOCUMENT_BYTES;
     private long snapshotLogBytes = DEFAULT_SNAPSHOT_LOG_BYTES;
     private boolean activeExpiry = true;
+    private io.rdmastore.store.blob.BlobConfig blobs = new io.rdmastore.store.blob.BlobConfig();
     private boolean concluded;
 
     /** The directory holding log segments and snapshots; created if missing. Required. */
@@ -72,6 +73,20 @@ public final class StoreConfig implements Cloneable {
     public StoreConfig activeExpiry(boolean activeExpiry) {
         this.activeExpiry = activeExpiry;
         return this;
+    }
+
+    /**
+     * Blob settings: the size from which string values go to blob files, the largest blob, the disk reserve, fsync.
+     * The directory defaults to {@code <dataDir>/blobs}. The store keeps a copy.
+     */
+    public StoreConfig blobs(io.rdmastore.store.blob.BlobConfig blobs) {
+        this.blobs = Objects.requireNonNull(blobs, "blobs").clone();
+        return this;
+    }
+
+    /** The blob settings (a copy). */
+    public io.rdmastore.store.blob.BlobConfig blobs() {
+        return blobs.clone();
     }
 
     /**
@@ -145,7 +160,9 @@ public final class StoreConfig implements Cloneable {
     @Override
     public StoreConfig clone() {
         try {
-            return (StoreConfig) super.clone();
+            StoreConfig c = (StoreConfig) super.clone();
+            c.blobs = blobs.clone();
+            return c;
         } catch (CloneNotSupportedException e) {
             throw new AssertionError(e);
         }
@@ -155,6 +172,7 @@ public final class StoreConfig implements Cloneable {
     public String toString() {
         return "StoreConfig{dataDir=" + dataDir + ", fsync=" + fsync + ", maxKeyBytes=" + maxKeyBytes
                 + ", maxValueBytes=" + maxValueBytes + ", maxDocumentBytes=" + maxDocumentBytes
-                + ", snapshotLogBytes=" + snapshotLogBytes + ", activeExpiry=" + activeExpiry + "}";
+                + ", snapshotLogBytes=" + snapshotLogBytes + ", activeExpiry=" + activeExpiry + ", blobs=" + blobs
+                + "}";
     }
 }

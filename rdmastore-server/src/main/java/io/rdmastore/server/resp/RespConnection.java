@@ -36,6 +36,8 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     private static final int BIG_ARG = 32 * 1024;
     /** Write out (without flushing) when one batch's replies grow past this, to bound memory. */
     private static final int OUT_HIGH_WATER = 1 << 20;
+    /** Replies were written (at the high-water mark) but not flushed yet. */
+    private boolean written;
 
     private final RespFace face;
     final long id;
@@ -133,8 +135,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
                 }
             }
             if (w.out != null && w.out.readableBytes() > OUT_HIGH_WATER) {
-                ctx.write(w.out);
+                ctx.write(w.out, ctx.voidPromise());
                 w.out = null;
+                written = true;
             }
         }
     }
@@ -173,9 +176,15 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             w.out = null;
             if (o.isReadable()) {
                 ctx.writeAndFlush(o, ctx.voidPromise());
+                written = false;
             } else {
                 o.release();
             }
+        }
+        if (written) {
+            // replies passed on at the high-water mark (a large GET) still wait for their flush
+            written = false;
+            ctx.flush();
         }
     }
 

@@ -11,16 +11,13 @@ import java.util.function.ToLongFunction;
  *
  * <p>Threads: configure on one thread before {@link BlobStore#open(BlobConfig)}; read-only afterwards.
  */
-public final class BlobConfig {
-    /** Default size from which a client should store a value as a blob: 1 MiB. */
+public final class BlobConfig implements Cloneable {
+    /** Default size from which a string value is stored as a blob file: 1 MiB. */
     public static final long DEFAULT_THRESHOLD_BYTES = 1L << 20;
     /** Default largest blob: 8 GiB. */
     public static final long DEFAULT_MAX_BLOB_BYTES = 8L << 30;
     /** Default free space kept on the disk beyond a new blob: 64 MiB. */
     public static final long DEFAULT_RESERVE_BYTES = 64L << 20;
-    /** Largest blob key: its hex form is part of a file name, which file systems limit to 255 bytes. */
-    public static final int MAX_KEY_BYTES = 100;
-
     private Path directory;
     private long thresholdBytes = DEFAULT_THRESHOLD_BYTES;
     private long maxBlobBytes = DEFAULT_MAX_BLOB_BYTES;
@@ -28,13 +25,16 @@ public final class BlobConfig {
     private boolean fsync = true;
     private ToLongFunction<Path> freeSpace = BlobConfig::usableSpace;
 
-    /** The folder holding the blob files (created when missing), usually {@code <dataDir>/blobs}. */
+    /** The folder holding the blob files (created when missing); the store's default is {@code <dataDir>/blobs}. */
     public BlobConfig directory(Path directory) {
         this.directory = directory;
         return this;
     }
 
-    /** Values of at least this many bytes belong in blobs; advisory for clients and the server's INFO. */
+    /**
+     * String values of at least this many bytes (written by SET, MSET, the RESP face or the blob API) are stored as
+     * blob files and served from a mapping; smaller ones live in memory. At least 1; default 1 MiB.
+     */
     public BlobConfig thresholdBytes(long thresholdBytes) {
         this.thresholdBytes = thresholdBytes;
         return this;
@@ -69,8 +69,8 @@ public final class BlobConfig {
         if (directory == null) {
             throw new IllegalArgumentException("blob directory is required");
         }
-        if (thresholdBytes < 0 || maxBlobBytes < 0 || reserveBytes < 0) {
-            throw new IllegalArgumentException("blob threshold, maximum and reserve must be >= 0: " + this);
+        if (thresholdBytes < 1 || maxBlobBytes < 0 || reserveBytes < 0) {
+            throw new IllegalArgumentException("blob threshold must be >= 1, maximum and reserve >= 0: " + this);
         }
         if (freeSpace == null) {
             throw new IllegalArgumentException("freeSpace probe is required");
@@ -107,6 +107,15 @@ public final class BlobConfig {
             return Files.getFileStore(dir).getUsableSpace();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public BlobConfig clone() {
+        try {
+            return (BlobConfig) super.clone();
+        } catch (CloneNotSupportedException e) {
+            throw new AssertionError(e);
         }
     }
 

@@ -12,24 +12,31 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Blobs as files: {@code <keyhex>.<version>.<crc32c>.blob} in one directory. A put writes a temporary file
- * ({@code *.tmp}), checks its CRC32C against the one the writer announced, fsyncs it, renames it to its final name and
- * fsyncs the directory: the rename is the commit record, so a blob is either wholly there after a crash or not at all.
- * An overwritten or deleted version is renamed to {@code *.old} at once and deleted when its last reader lets go.
- * Recovery (in {@link #open}) deletes {@code *.tmp} and {@code *.old} files and keeps the highest version of each key.
+ * The files behind blob-sized values: {@code <version as 16 hex digits>.blob} in one directory, one file per stored
+ * value, never changed after its commit. Which key holds which version is the store's business: its write-ahead log
+ * carries a {@code STRING_BLOB} record naming the version, so the log alone decides what a restart brings back.
  *
- * <p>Threads: thread-safe. {@link #commit} does the CRC and fsync outside the store's lock; only the rename and the
- * switch of the current version hold it. Memory: versions are mapped lazily and unmapped by reference counting
- * ({@link BlobVersion}).
+ * <p>A write goes to a temporary file ({@code *.tmp}), is checked against the CRC32C its writer announced, fsynced,
+ * renamed to its final name and the directory fsynced; only then does the store log the record that points at it.
+ * A crash before the record leaves an unreferenced file, which the next start deletes. A version that no key and no
+ * reader references any more is deleted by the reaper thread after the log is made durable (the record that dropped
+ * it must survive a crash before the file may go).
+ *
+ * <p>Threads: thread-safe. {@link #commit} does the CRC and fsync outside any lock the store holds.
  */
 public final class BlobStore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(BlobStore.class);
@@ -38,87 +45,79 @@ public final class BlobStore implements AutoCloseable {
 
     private final BlobConfig config;
     private final Path dir;
-    private final Map<String, BlobVersion> current = new ConcurrentHashMap<>();
+    /** Every version known: referenced, leased or waiting for the reaper. */
+    private final Map<Long, BlobVersion> versions = new ConcurrentHashMap<>();
+    /** Files found at open, by version, until recovery has matched them with the log. */
+    private final Map<Long, Path> found = new HashMap<>();
+    private final List<LegacyBlob> legacy = new ArrayList<>();
+    private final BlockingQueue<BlobVersion> unreferenced = new LinkedBlockingQueue<>();
+    private final int discardedAtOpen;
     private long lastVersion;
     private long tempCounter;
+    private volatile boolean reaping;
     private boolean closed;
-    private final int recoveredFiles;
-    private final int recoveredDiscarded;
+    private Thread reaper;
+    private Runnable makeLogDurable;
+
+    /**
+     * A blob file in the format written before blobs were named by the log ({@code <keyhex>.<version>.<crc>.blob},
+     * the key in its name): adopted by the store at open when its key is free.
+     */
+    public record LegacyBlob(byte[] key, long version, long length, int crc32c, Path file) {
+    }
 
     private BlobStore(BlobConfig config) throws IOException {
         this.config = config;
         this.dir = config.directory().toAbsolutePath();
         Files.createDirectories(dir);
         int discarded = 0;
-        Map<String, BlobVersion> found = new HashMap<>();
         try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
             for (Path p : files) {
                 String name = p.getFileName().toString();
                 if (name.endsWith(".tmp") || name.endsWith(".old")) {
+                    // unfinished writes, and versions retired by the legacy format
                     Files.deleteIfExists(p);
                     discarded++;
                     continue;
                 }
-                BlobVersion v = parse(p, name);
-                if (v == null) {
+                if (!name.endsWith(SUFFIX)) {
                     LOG.warn("ignoring unexpected file {} in the blob directory", p);
                     continue;
                 }
-                lastVersion = Math.max(lastVersion, v.version());
-                String k = HEX.formatHex(v.key());
-                BlobVersion other = found.get(k);
-                if (other == null || other.version() < v.version()) {
-                    found.put(k, v);
-                    if (other != null) {
-                        Files.deleteIfExists(other.file());
-                        discarded++;
+                String[] parts = name.substring(0, name.length() - SUFFIX.length()).split("\\.");
+                try {
+                    if (parts.length == 1 && parts[0].length() == 16) {
+                        long version = Long.parseUnsignedLong(parts[0], 16);
+                        found.put(version, p);
+                        lastVersion = Math.max(lastVersion, version);
+                    } else if (parts.length == 3) {
+                        byte[] key = parts[0].equals("_") ? new byte[0] : HEX.parseHex(parts[0]);
+                        long version = Long.parseLong(parts[1]);
+                        legacy.add(new LegacyBlob(key, version, Files.size(p), (int) Long.parseLong(parts[2], 16), p));
+                    } else {
+                        LOG.warn("ignoring unexpected file {} in the blob directory", p);
                     }
-                } else {
-                    Files.deleteIfExists(p);
-                    discarded++;
+                } catch (IllegalArgumentException e) {
+                    LOG.warn("ignoring unexpected file {} in the blob directory", p);
                 }
             }
         }
-        current.putAll(found);
-        recoveredFiles = found.size();
-        recoveredDiscarded = discarded;
-        if (discarded > 0) {
-            fsyncDirectory();
-        }
+        legacy.sort(Comparator.comparingLong(LegacyBlob::version).reversed());
+        discardedAtOpen = discarded;
     }
 
     /**
-     * Opens (and recovers) the blob directory.
+     * Opens the blob directory (creating it) and deletes unfinished writes. The store then replays its log, which
+     * {@link #resolve}s the versions it names, and calls {@link #startReaper} to delete the files nothing names.
      *
      * @throws StoreException when the directory cannot be read or created
      */
     public static BlobStore open(BlobConfig config) {
         config.conclude();
         try {
-            BlobStore s = new BlobStore(config);
-            LOG.info("blob store {}: {} blobs, {} unfinished or retired files removed", s.dir, s.recoveredFiles,
-                s.recoveredDiscarded);
-            return s;
+            return new BlobStore(config);
         } catch (IOException e) {
             throw new StoreException("cannot open blob directory " + config.directory() + ": " + e, e);
-        }
-    }
-
-    private static BlobVersion parse(Path p, String name) throws IOException {
-        if (!name.endsWith(SUFFIX)) {
-            return null;
-        }
-        String[] parts = name.substring(0, name.length() - SUFFIX.length()).split("\\.");
-        if (parts.length != 3) {
-            return null;
-        }
-        try {
-            byte[] key = parts[0].equals("_") ? new byte[0] : HEX.parseHex(parts[0]);
-            long version = Long.parseLong(parts[1]);
-            int crc = (int) Long.parseLong(parts[2], 16);
-            return new BlobVersion(key, version, Files.size(p), crc, p);
-        } catch (IllegalArgumentException e) {
-            return null;
         }
     }
 
@@ -132,62 +131,163 @@ public final class BlobStore implements AutoCloseable {
         return dir;
     }
 
-    /** Blobs recovered at open. */
-    public int recoveredBlobs() {
-        return recoveredFiles;
-    }
-
-    /** Number of blobs stored. */
+    /** Number of blob files held (current values, plus versions still leased or waiting for deletion). */
     public int count() {
-        return current.size();
+        return versions.size();
     }
 
-    /** Total bytes of the current versions. */
+    /** Total bytes of the blob files held. */
     public long bytes() {
         long sum = 0;
-        for (BlobVersion v : current.values()) {
+        for (BlobVersion v : versions.values()) {
             sum += v.length();
         }
         return sum;
     }
 
-    /** Checks a blob key against the limits. */
-    public static void checkKey(byte[] key) {
-        if (key.length > BlobConfig.MAX_KEY_BYTES) {
-            throw new LimitExceededException("blob key of " + key.length + " bytes exceeds limit of "
-                + BlobConfig.MAX_KEY_BYTES + " bytes");
-        }
+    /** Whether a value of {@code length} bytes belongs in a blob file. */
+    public boolean blobSized(long length) {
+        return length >= config.thresholdBytes();
     }
 
     /**
-     * The current version of {@code key}, with a reference the caller must {@link BlobVersion#release()}; null when
-     * there is no such blob.
+     * The version a log record names. During recovery this matches it with a file found at open (a file that is
+     * absent or of the wrong length gives a version marked {@link BlobVersion#missing()}); afterwards every version a
+     * record can name is known already.
      */
-    public BlobVersion acquire(byte[] key) {
-        checkKey(key);
-        String k = HEX.formatHex(key);
-        while (true) {
-            BlobVersion v = current.get(k);
-            if (v == null) {
-                return null;
-            }
-            if (v.retain()) {
-                return v;
-            }
-            // Retired between the lookup and the retain: the map already holds its successor (or nothing).
-            Thread.onSpinWait();
+    public synchronized BlobVersion resolve(long version, long length, int crc32c) {
+        BlobVersion v = versions.get(version);
+        if (v != null) {
+            return v;
         }
+        Path p = found.remove(version);
+        boolean missing = p == null;
+        if (p == null) {
+            p = dir.resolve(name(version));
+        } else {
+            try {
+                long size = Files.size(p);
+                if (size != length) {
+                    LOG.error("blob file {} holds {} bytes but the log says {}", p, size, length);
+                    missing = true;
+                }
+            } catch (IOException e) {
+                LOG.error("cannot read blob file {}: {}", p, e.toString());
+                missing = true;
+            }
+        }
+        v = new BlobVersion(this, version, length, crc32c, p, missing);
+        versions.put(version, v);
+        lastVersion = Math.max(lastVersion, version);
+        return v;
+    }
+
+    /** Blob files of the legacy format found at open, highest version first. */
+    public List<LegacyBlob> legacy() {
+        return List.copyOf(legacy);
     }
 
     /**
-     * Starts a put of {@code length} bytes: checks the limits and the free space before anything is written, then
-     * creates and maps the temporary file.
+     * Renames a legacy file to a new version's name; the caller holds the one reference and logs the record.
      *
-     * @throws LimitExceededException when the key or the length is over the limit
-     * @throws StoreException when the disk has no room for it (the old value is kept) or the file cannot be created
+     * @throws StoreException when the rename fails
      */
-    public BlobWrite begin(byte[] key, long length) {
-        checkKey(key);
+    public synchronized BlobVersion adopt(LegacyBlob old) {
+        long version = ++lastVersion;
+        Path target = dir.resolve(name(version));
+        try {
+            move(old.file(), target);
+            fsyncDirectory();
+        } catch (IOException e) {
+            throw new StoreException("cannot adopt legacy blob file " + old.file() + ": " + e, e);
+        }
+        legacy.remove(old);
+        BlobVersion v = new BlobVersion(this, version, old.length(), old.crc32c(), target, false);
+        v.retain();
+        versions.put(version, v);
+        return v;
+    }
+
+    /**
+     * Ends recovery: deletes every file the log does not name (after {@code makeLogDurable}, since the replayed log
+     * is what says so) and starts the reaper, which from now on deletes versions whose last reference goes.
+     */
+    public void startReaper(Runnable makeLogDurable) {
+        this.makeLogDurable = makeLogDurable;
+        makeLogDurable.run();
+        int deleted = 0;
+        synchronized (this) {
+            for (Path p : found.values()) {
+                deleteQuietly(p);
+                deleted++;
+            }
+            found.clear();
+            for (BlobVersion v : List.copyOf(versions.values())) {
+                if (v.bury()) {
+                    versions.remove(v.version());
+                    if (!v.missing()) {
+                        deleteQuietly(v.file());
+                        deleted++;
+                    }
+                }
+            }
+        }
+        if (deleted + discardedAtOpen > 0) {
+            LOG.info("blob directory {}: {} files no record names and {} unfinished writes removed", dir, deleted,
+                discardedAtOpen);
+        }
+        reaping = true;
+        reaper = new Thread(this::reap, "rdmastore-blob-reaper");
+        reaper.setDaemon(true);
+        reaper.start();
+    }
+
+    /** Called by a version whose last reference went. */
+    void unreferenced(BlobVersion v) {
+        if (reaping) {
+            unreferenced.add(v);
+        }
+    }
+
+    private void reap() {
+        List<BlobVersion> batch = new ArrayList<>();
+        while (reaping) {
+            try {
+                // polled, not interrupted: an interrupt during the log's fsync would close the log's channel
+                BlobVersion v = unreferenced.poll(100, java.util.concurrent.TimeUnit.MILLISECONDS);
+                if (v == null) {
+                    continue;
+                }
+                batch.add(v);
+            } catch (InterruptedException e) {
+                break;
+            }
+            unreferenced.drainTo(batch);
+            bury(batch);
+            batch.clear();
+        }
+    }
+
+    /** Deletes the versions of {@code batch} that nobody took back, once the log that dropped them is durable. */
+    private void bury(List<BlobVersion> batch) {
+        try {
+            makeLogDurable.run();
+        } catch (RuntimeException e) {
+            // Not sure the log says they are gone: keep the files. The next start deletes what nothing names.
+            LOG.warn("not deleting {} unreferenced blob files: the log cannot be made durable: {}", batch.size(),
+                e.toString());
+            return;
+        }
+        for (BlobVersion v : batch) {
+            if (v.bury()) {
+                versions.remove(v.version(), v);
+                deleteQuietly(v.file());
+            }
+        }
+    }
+
+    /** Checks a blob's length against the limit. */
+    public void checkLength(long length) {
         if (length < 0) {
             throw new StoreException("negative blob length " + length);
         }
@@ -195,6 +295,17 @@ public final class BlobStore implements AutoCloseable {
             throw new LimitExceededException("blob of " + length + " bytes exceeds limit of " + config.maxBlobBytes()
                 + " bytes (max-blob-bytes)");
         }
+    }
+
+    /**
+     * Starts a write of {@code length} bytes: checks the limit and the free space before anything is written, then
+     * creates the temporary file, reserves its blocks and maps it.
+     *
+     * @throws LimitExceededException when the length is over the limit
+     * @throws StoreException when the disk has no room for it (the old value is kept) or the file cannot be created
+     */
+    public BlobWrite begin(long length) {
+        checkLength(length);
         long free;
         try {
             free = config.freeSpace(dir);
@@ -212,7 +323,7 @@ public final class BlobStore implements AutoCloseable {
             }
             n = ++tempCounter;
         }
-        Path temp = dir.resolve(name(key) + "." + n + "." + System.nanoTime() + ".tmp");
+        Path temp = dir.resolve("write-" + n + "." + System.nanoTime() + ".tmp");
         FileChannel ch = null;
         Arena arena = Arena.ofShared();
         try {
@@ -226,7 +337,7 @@ public final class BlobStore implements AutoCloseable {
             }
             MemorySegment seg = length == 0 ? MemorySegment.NULL.reinterpret(0)
                 : ch.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
-            return new BlobWrite(key.clone(), length, temp, ch, arena, seg);
+            return new BlobWrite(length, temp, ch, arena, seg);
         } catch (IOException | RuntimeException e) {
             arena.close();
             closeQuietly(ch);
@@ -239,19 +350,19 @@ public final class BlobStore implements AutoCloseable {
     }
 
     /**
-     * Makes a write visible: verifies the CRC32C of its content against {@code expectedCrc32c}, fsyncs, renames, and
-     * retires the previous version (whose readers keep it until they release it).
+     * Makes a write a stored version: verifies the CRC32C of its content against {@code expectedCrc32c} (when not
+     * null), fsyncs the file, renames it to its final name and fsyncs the directory. Nothing references it yet: the
+     * caller holds the one reference, logs the record that gives it to a key, then releases its own.
      *
-     * @return the new current version (no reference is taken for the caller)
-     * @throws StoreException on a CRC mismatch or an I/O failure; the write is then aborted and the old value kept
+     * @throws StoreException on a CRC mismatch or an I/O failure; the write is then aborted and nothing stored
      */
-    public BlobVersion commit(BlobWrite w, int expectedCrc32c) {
+    public BlobVersion commit(BlobWrite w, Integer expectedCrc32c) {
         if (w.finished) {
             throw new IllegalStateException("blob write already finished");
         }
         try {
             int crc = crc32c(w.segment);
-            if (crc != expectedCrc32c) {
+            if (expectedCrc32c != null && crc != expectedCrc32c) {
                 throw new StoreException(String.format("blob CRC32C mismatch: the client announced %08x but the"
                     + " server received data with %08x; nothing was stored", expectedCrc32c, crc));
             }
@@ -269,14 +380,12 @@ public final class BlobStore implements AutoCloseable {
                     throw new StoreException("blob store is closed");
                 }
                 long version = ++lastVersion;
-                Path target = dir.resolve(name(w.key) + "." + version + "." + String.format("%08x", crc) + SUFFIX);
+                Path target = dir.resolve(name(version));
                 move(w.temp, target);
-                BlobVersion v = new BlobVersion(w.key, version, w.length, crc, target);
-                BlobVersion old = current.put(HEX.formatHex(w.key), v);
-                if (old != null) {
-                    retire(old);
-                }
                 fsyncDirectory();
+                BlobVersion v = new BlobVersion(this, version, w.length, crc, target, false);
+                v.retain();
+                versions.put(version, v);
                 return v;
             }
         } catch (IOException e) {
@@ -288,7 +397,6 @@ public final class BlobStore implements AutoCloseable {
         }
     }
 
-    /** Drops a write: deletes its temporary file. Idempotent. */
     /**
      * Gives up a write whose memory may still be written by transfers that cannot be stopped (a peer that vanished):
      * the temporary file is deleted now, so nothing partial is ever visible; the mapping stays valid until
@@ -298,6 +406,7 @@ public final class BlobStore implements AutoCloseable {
         deleteQuietly(w.temp);
     }
 
+    /** Drops a write: unmaps it and deletes its temporary file. Idempotent. */
     public void abort(BlobWrite w) {
         if (!w.finished) {
             w.finished = true;
@@ -305,41 +414,6 @@ public final class BlobStore implements AutoCloseable {
         }
         closeQuietly(w.channel);
         deleteQuietly(w.temp);
-    }
-
-    /**
-     * Deletes a blob; its readers keep their version until they release it.
-     *
-     * @return whether the blob existed
-     */
-    public boolean delete(byte[] key) {
-        checkKey(key);
-        synchronized (this) {
-            BlobVersion old = current.remove(HEX.formatHex(key));
-            if (old == null) {
-                return false;
-            }
-            retire(old);
-            try {
-                fsyncDirectory();
-            } catch (IOException e) {
-                throw new StoreException("cannot sync blob directory " + dir + ": " + e, e);
-            }
-            return true;
-        }
-    }
-
-    /** Renames a replaced version out of the way and drops the store's reference. Caller holds the lock. */
-    private void retire(BlobVersion old) {
-        Path renamed = old.file().resolveSibling(old.file().getFileName() + ".old");
-        try {
-            move(old.file(), renamed);
-            old.retiredTo(renamed);
-        } catch (IOException e) {
-            // Left under its name, a restart would bring it back: that must not pass silently.
-            throw new StoreException("cannot retire blob file " + old.file() + ": " + e, e);
-        }
-        old.release();
     }
 
     private static void move(Path from, Path to) throws IOException {
@@ -364,8 +438,8 @@ public final class BlobStore implements AutoCloseable {
         }
     }
 
-    private static String name(byte[] key) {
-        return key.length == 0 ? "_" : HEX.formatHex(key);
+    static String name(long version) {
+        return String.format("%016x", version) + SUFFIX;
     }
 
     /** CRC32C of a segment of any length (slices of 1 GiB, since a ByteBuffer holds at most 2 GiB). */
@@ -392,27 +466,49 @@ public final class BlobStore implements AutoCloseable {
         try {
             Files.deleteIfExists(p);
         } catch (IOException e) {
-            // Recovery removes *.tmp files, so this costs space until the next start only.
-            LOG.warn("cannot delete temporary blob file {}: {}", p, e.toString());
+            // The next start deletes what no record names, so this costs space until then only.
+            LOG.warn("cannot delete blob file {}: {}", p, e.toString());
         }
     }
 
-    /** Drops the store's references; versions still leased stay mapped until released. Idempotent. */
+    /**
+     * Stops the reaper and deletes what it still had queued; the store calls this after its log is closed (so
+     * durable) and before it drops its keys' references, which must then delete nothing. Unmaps every version.
+     */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
         }
-        closed = true;
-        for (BlobVersion v : current.values()) {
-            // Not retired: the file stays; only the mapping goes once readers are done.
-            v.release();
+        boolean wasReaping = reaping;
+        reaping = false;
+        if (reaper != null) {
+            try {
+                reaper.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
-        current.clear();
+        if (wasReaping) {
+            List<BlobVersion> rest = new ArrayList<>();
+            unreferenced.drainTo(rest);
+            for (BlobVersion v : rest) {
+                if (v.bury()) {
+                    versions.remove(v.version(), v);
+                    deleteQuietly(v.file());
+                }
+            }
+        }
+        for (BlobVersion v : versions.values()) {
+            v.unmap();
+        }
     }
 
     @Override
     public String toString() {
-        return "BlobStore{" + dir + ", blobs=" + current.size() + "}";
+        return "BlobStore{" + dir + ", files=" + versions.size() + "}";
     }
 }

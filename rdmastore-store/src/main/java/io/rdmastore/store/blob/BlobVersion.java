@@ -5,50 +5,45 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.concurrent.atomic.AtomicInteger;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
- * One stored version of one blob: its file, length, CRC32C and, once asked for, a read-only memory mapping of it.
+ * One stored blob file: its version number (unique in the store, the file's name), length, CRC32C and, once asked
+ * for, a read-only memory mapping of it.
  *
- * <p>Lifetime: reference counted. The store holds one reference while the version is current; every reader holds one
- * from {@link BlobStore#acquire(byte[])} until it calls {@link #release()}. When the version is overwritten or deleted
- * its file is renamed out of the way at once (so a restart never brings it back) and is unmapped and deleted when the
- * last reference goes; until then {@link #segment()} stays valid and unchanged.
+ * <p>Lifetime: reference counted. Every key whose value is this version holds one reference (taken and dropped under
+ * the key's shard lock), every reader one from {@link io.rdmastore.store.Store#acquireBlob} until it calls
+ * {@link #release()}. When the count reaches zero the mapping goes and the store's reaper deletes the file once the
+ * log record that dropped the last key reference is durable (so a crash can never leave a log that names a deleted
+ * file). Until then {@link #segment()} stays valid and unchanged: a blob file is never written after its commit.
  *
  * <p>Threads: thread-safe. The segment may be read from any thread while the caller holds a reference.
  */
 public final class BlobVersion {
-    private static final Logger LOG = LoggerFactory.getLogger(BlobVersion.class);
-
-    private final byte[] key;
+    private final BlobStore store;
     private final long version;
     private final long length;
     private final int crc32c;
-    private final AtomicInteger refs = new AtomicInteger(1);
-    private volatile Path file;
-    private volatile boolean retired;
+    private final Path file;
+    /** Named by the log but absent on disk (found during recovery only). */
+    private final boolean missing;
+    private int refs;
+    /** The file was deleted; no reference may be taken any more. */
+    private boolean dead;
     private Arena arena;
     private MemorySegment segment;
 
-    BlobVersion(byte[] key, long version, long length, int crc32c, Path file) {
-        this.key = key;
+    BlobVersion(BlobStore store, long version, long length, int crc32c, Path file, boolean missing) {
+        this.store = store;
         this.version = version;
         this.length = length;
         this.crc32c = crc32c;
         this.file = file;
+        this.missing = missing;
     }
 
-    /** The key (do not modify). */
-    public byte[] key() {
-        return key;
-    }
-
-    /** The version number: grows with every put to the store, unique across keys. */
+    /** The version number: grows with every blob stored, unique in the store. */
     public long version() {
         return version;
     }
@@ -63,22 +58,29 @@ public final class BlobVersion {
         return crc32c;
     }
 
-    /** The file holding the content (renamed to {@code *.old} once the version is retired). */
+    /** The file holding the content. */
     public Path file() {
         return file;
     }
 
+    /** Whether the log names this version but its file was not found at recovery. */
+    public boolean missing() {
+        return missing;
+    }
+
     /**
-     * The content, mapped read-only on first use. Valid until the caller's reference is released; the caller must not
-     * use it afterwards.
+     * The content, mapped read-only on first use. Valid while the caller holds a reference.
      *
      * @throws StoreException when the file cannot be mapped
      */
     public synchronized MemorySegment segment() {
-        if (refs.get() <= 0) {
-            throw new IllegalStateException("blob version " + version + " is released");
+        if (refs <= 0) {
+            throw new IllegalStateException("blob version " + version + " is not referenced");
         }
         if (segment == null) {
+            if (missing) {
+                throw new StoreException("blob file " + file + " is missing");
+            }
             if (length == 0) {
                 segment = MemorySegment.NULL.reinterpret(0);
             } else {
@@ -95,55 +97,55 @@ public final class BlobVersion {
         return segment;
     }
 
-    /** Takes one more reference; false when the version is already gone. */
-    boolean retain() {
-        while (true) {
-            int r = refs.get();
-            if (r <= 0) {
-                return false;
-            }
-            if (refs.compareAndSet(r, r + 1)) {
-                return true;
-            }
+    /**
+     * Takes one more reference.
+     *
+     * @throws IllegalStateException when the file was already deleted (a bug: only a holder may share a version)
+     */
+    public synchronized void retain() {
+        if (dead) {
+            throw new IllegalStateException("blob version " + version + " was already deleted");
         }
+        refs++;
     }
 
-    /** Number of references held (the store's own while current, plus readers). */
-    public int references() {
-        return Math.max(0, refs.get());
+    /** Number of references held (keys plus readers). */
+    public synchronized int references() {
+        return refs;
     }
 
-    /** Gives back one reference; the last one unmaps the content and deletes a retired file. Idempotent per holder. */
+    /** Gives back one reference; the last one unmaps the content and hands the file to the store's reaper. */
     public void release() {
-        int r = refs.decrementAndGet();
-        if (r == 0) {
-            free();
-        } else if (r < 0) {
-            refs.set(0);
-            throw new IllegalStateException("blob version " + version + " released more often than acquired");
+        boolean last;
+        synchronized (this) {
+            if (refs <= 0) {
+                throw new IllegalStateException("blob version " + version + " released more often than retained");
+            }
+            last = --refs == 0;
+            if (last) {
+                unmap();
+            }
+        }
+        if (last) {
+            store.unreferenced(this);
         }
     }
 
-    void retiredTo(Path renamed) {
-        this.file = renamed;
-        this.retired = true;
+    /** Marks the version deleted if nobody took it back meanwhile; true when the caller may delete the file. */
+    synchronized boolean bury() {
+        if (refs > 0 || dead) {
+            return false;
+        }
+        dead = true;
+        return true;
     }
 
-    private synchronized void free() {
+    synchronized void unmap() {
         if (arena != null) {
             arena.close();
             arena = null;
         }
         segment = null;
-        if (!retired) {
-            return;
-        }
-        try {
-            Files.deleteIfExists(file);
-        } catch (IOException e) {
-            // Recovery deletes retired files too, so a failure here costs disk space until the next start only.
-            LOG.warn("cannot delete retired blob file {}: {}", file, e.toString());
-        }
     }
 
     @Override

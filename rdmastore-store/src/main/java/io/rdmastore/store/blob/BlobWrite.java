@@ -7,14 +7,13 @@ import java.nio.file.Path;
 
 /**
  * A blob being written: a temporary file of the final length, mapped read-write. The writer fills
- * {@link #segment()} (e.g. by one-sided reads into it) and then calls {@link BlobStore#commit(BlobWrite, int)} or
+ * {@link #segment()} (e.g. by one-sided reads into it) and then calls {@link BlobStore#commit(BlobWrite, Integer)} or
  * {@link BlobStore#abort(BlobWrite)}; nothing is visible to readers before the commit.
  *
  * <p>Threads: one writer at a time; the segment may be filled from any thread. Ownership: the store's; the segment
  * is invalid after commit or abort.
  */
 public final class BlobWrite {
-    final byte[] key;
     final long length;
     final Path temp;
     final FileChannel channel;
@@ -22,8 +21,7 @@ public final class BlobWrite {
     final MemorySegment segment;
     boolean finished;
 
-    BlobWrite(byte[] key, long length, Path temp, FileChannel channel, Arena arena, MemorySegment segment) {
-        this.key = key;
+    BlobWrite(long length, Path temp, FileChannel channel, Arena arena, MemorySegment segment) {
         this.length = length;
         this.temp = temp;
         this.channel = channel;
@@ -39,10 +37,5 @@ public final class BlobWrite {
     /** The blob's length. */
     public long length() {
         return length;
-    }
-
-    /** The key (do not modify). */
-    public byte[] key() {
-        return key;
     }
 }
