@@ -9,10 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
@@ -26,6 +29,66 @@ class CrashTest {
 
     @TempDir
     Path dir;
+
+    /**
+     * Blob values overwritten in turn: after each SIGKILL every key holds its last acknowledged value (or the one in
+     * flight), its file is there, and no file is left that no key names.
+     */
+    @Test
+    @Timeout(90)
+    void acknowledgedBlobValuesAndTheirFilesSurviveKillMinus9() throws Exception {
+        Random rnd = new Random(7);
+        int next = 0;
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        StoreConfig cfg = new StoreConfig().dataDir(dir).fsync(FsyncPolicy.NO)
+            .blobs(new io.rdmastore.store.blob.BlobConfig().thresholdBytes(CrashWriter.BLOB_THRESHOLD).reserveBytes(0));
+        for (int round = 0; round < KILLS; round++) {
+            ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
+                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+                    "-cp", System.getProperty("java.class.path"), CrashWriter.class.getName(), dir.toString(),
+                    Integer.toString(next), "blobs");
+            pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+            Process p = pb.start();
+            int lastAck = next - 1;
+            int target = 20 + rnd.nextInt(100);
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                    StandardCharsets.UTF_8))) {
+                String line;
+                int acks = 0;
+                while (acks < target && (line = r.readLine()) != null) {
+                    if (line.startsWith("ack ")) {
+                        lastAck = Integer.parseInt(line.substring(4));
+                        acks++;
+                    }
+                }
+                p.destroyForcibly();
+                assertTrue(p.waitFor(20, TimeUnit.SECONDS), "writer did not die");
+                assertTrue(acks > 0, "writer acknowledged nothing in round " + round);
+            }
+            try (Store st = Store.open(cfg)) {
+                int inFlight = lastAck + 1;
+                for (int k = 0; k < CrashWriter.BLOB_KEYS; k++) {
+                    int last = lastAck - Math.floorMod(lastAck - k, CrashWriter.BLOB_KEYS);
+                    byte[] v = st.get(b("blob:" + k));
+                    if (last < 0) {
+                        continue;
+                    }
+                    boolean acked = Arrays.equals(CrashWriter.blobValue(last), v);
+                    boolean flying = inFlight % CrashWriter.BLOB_KEYS == k
+                        && Arrays.equals(CrashWriter.blobValue(inFlight), v);
+                    assertTrue(acked || flying, "round " + round + " key blob:" + k + ": expected value " + last
+                        + ", found " + (v == null ? "nothing" : s(Arrays.copyOf(v, 16))));
+                }
+                next = inFlight + 1;
+                long files;
+                try (Stream<Path> l = Files.list(st.blobs().directory())) {
+                    files = l.count();
+                }
+                assertEquals(Math.min(CrashWriter.BLOB_KEYS, lastAck + 1), files, "round " + round
+                    + ": one file per key, none left over");
+            }
+        }
+    }
 
     @Test
     @Timeout(90)
