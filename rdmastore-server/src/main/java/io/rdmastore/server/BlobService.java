@@ -58,6 +58,12 @@ final class BlobService implements AutoCloseable {
     private final int maxKeyBytes;
     private final ScheduledExecutorService timer;
     private final ExecutorService committer;
+    /**
+     * Issues a put's reads. Not the transport thread: a read issued off the UCX driver thread from a peer on this
+     * host is one process_vm_readv (transport-ucx.md), which also fails at once when the peer died, where UCX's
+     * emulated get would wait forever.
+     */
+    private final ExecutorService puller;
     private final long leaseTimeoutMillis;
     private final AtomicLong leaseIds = new AtomicLong();
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
@@ -113,6 +119,11 @@ final class BlobService implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        this.puller = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "rdmastore-blob-pull");
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     int leases() {
@@ -121,6 +132,10 @@ final class BlobService implements AutoCloseable {
 
     int putsInFlight() {
         return putsInFlight.get();
+    }
+
+    int pullsPending() {
+        return pulls.size();
     }
 
     // ---- BLOB_GET / BLOB_GET_DONE ----
@@ -252,7 +267,7 @@ final class BlobService implements AutoCloseable {
         putsInFlight.incrementAndGet();
         Pull pull = new Pull(session, requestId, key, c, remote, local, write, crc, placeholder);
         pulls.add(pull);
-        pull.pump();
+        puller.execute(pull::pump);
     }
 
     /** One put's chained one-sided reads; pumps more reads as earlier ones complete. */
@@ -323,13 +338,23 @@ final class BlobService implements AutoCloseable {
         }
 
         void chunkDone(Throwable err) {
+            boolean inPump;
             synchronized (this) {
                 inflight--;
                 if (err != null && failure == null) {
                     failure = err;
                 }
+                // pump holds this monitor throughout, so only its own thread (a read that completed inside its
+                // call) can see it running; that loop goes on by itself
+                inPump = pumping;
             }
-            pump();
+            if (!inPump) {
+                try {
+                    puller.execute(this::pump);
+                } catch (java.util.concurrent.RejectedExecutionException closing) {
+                    pump(); // the service is closing: finish here so the mapping and the file go
+                }
+            }
         }
 
         /**
@@ -429,6 +454,7 @@ final class BlobService implements AutoCloseable {
         for (Lease lease : leases.values()) {
             lease.end();
         }
+        puller.shutdown();
         committer.shutdown();
         try {
             if (!committer.awaitTermination(10, TimeUnit.SECONDS)) {

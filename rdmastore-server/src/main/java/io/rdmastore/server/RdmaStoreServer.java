@@ -261,6 +261,11 @@ public final class RdmaStoreServer implements AutoCloseable {
         return blobs == null ? 0 : blobs.putsInFlight();
     }
 
+    /** Blob puts whose reads have not all ended (a put abandoned mid-transfer stays here until they do). */
+    public int blobPullsPending() {
+        return blobs == null ? 0 : blobs.pullsPending();
+    }
+
     /** The blob store (after {@link #start()}). */
     public io.rdmastore.store.blob.BlobStore blobStore() {
         return store.blobs();

@@ -338,8 +338,13 @@ abstract class UcxConnectionBase implements Connection {
             f.complete(null);
             return true;
         }
-        if (errno == CrossMemoryAttach.Errno.EPERM || errno == CrossMemoryAttach.Errno.ESRCH
-                || errno == CrossMemoryAttach.Errno.ENOSYS) {
+        if (errno == CrossMemoryAttach.Errno.ESRCH) {
+            // The peer process is gone: fail now. UCX's get from a dead peer would never complete.
+            f.completeExceptionally(new TransportException("one-sided read failed: peer process " + peer.pid()
+                + " has exited"));
+            return true;
+        }
+        if (errno == CrossMemoryAttach.Errno.EPERM || errno == CrossMemoryAttach.Errno.ENOSYS) {
             crossMemoryReads = false;
             LOG.info("process_vm_readv from pid {} refused (errno {}); reads on {} go through ucx", peer.pid(), errno,
                 remoteAddress());
