@@ -267,6 +267,8 @@ class BlobTest {
                 jedis.set(key("r"), big2);
                 assertArrayEquals(big2, jedis.get(key("b")));
                 assertArrayEquals(big, jedis.get(key("s")));
+                String info = jedis.info("persistence");
+                assertTrue(info.contains("blob_files:3\r\n") && info.contains("blob_threshold:1048576"), info);
             }
             assertArrayEquals(big2, client.blobs().get(key("r")));
             assertEquals(3, blobFiles(server));

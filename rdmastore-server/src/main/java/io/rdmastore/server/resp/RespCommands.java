@@ -664,6 +664,9 @@ final class RespCommands {
         persistence.put("aof_enabled", "1");
         persistence.put("aof_current_size", Long.toString(st.logBytes()));
         persistence.put("appendfsync", String.valueOf(st.fsync()).toLowerCase(Locale.ROOT));
+        persistence.put("blob_files", Integer.toString(store.blobs().count()));
+        persistence.put("blob_bytes", Long.toString(store.blobs().bytes()));
+        persistence.put("blob_threshold", Long.toString(store.blobs().config().thresholdBytes()));
         sections.put("persistence", persistence);
 
         Map<String, String> stats = new LinkedHashMap<>();
