@@ -66,8 +66,8 @@ abstract class BlobFileCommand implements Callable<Integer> {
         ClientConfig config = server.config(t);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        long start = System.nanoTime();
         try (RdmaStoreClient client = CliCommand.connect(config)) {
+            long start = System.nanoTime(); // the transfer's time: connecting (JVM, UCX start-up) is not the data path
             Bar bar = noProgress ? null : new Bar(err, verb());
             if (bar != null) {
                 bar.total(expectedTotal());

@@ -12,6 +12,7 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
@@ -40,6 +41,8 @@ public final class BlobClient {
     public static final long CHUNK_BYTES = 8L << 20;
     /** Reads of one get in flight. */
     public static final int WINDOW = 4;
+    /** Staging buffer of {@link #getFile}: reads land here and are written to the file in steps of this size. */
+    public static final long STAGE_BYTES = 64L << 20;
     /** Throughput assumed when stretching a transfer's time-out with its size: 50 MB/s. */
     private static final long SLOWEST_BYTES_PER_SECOND = 50_000_000L;
 
@@ -268,8 +271,11 @@ public final class BlobClient {
     }
 
     /**
-     * Reads the blob straight into {@code file} (through a mapped {@code .part} file renamed into place once the CRC
-     * matched, so a failed get leaves the target untouched); null when there is no such blob.
+     * Reads the blob into {@code file} through a {@code .part} file renamed into place once the CRC matched, so a
+     * failed get leaves the target untouched; null when there is no such blob. The bytes land in a registered staging
+     * buffer of at most {@link #STAGE_BYTES} and are written with {@code FileChannel.write}: writing through a shared
+     * file mapping instead costs the file system a block reservation per 4 KiB page fault (a 300 MB get-file moved
+     * its bytes about 1.4x slower that way).
      */
     public BlobInfo getFile(byte[] key, Path file, LongConsumer progress) {
         Lease lease = lease(key);
@@ -280,15 +286,24 @@ public final class BlobClient {
         boolean done = false;
         try {
             try (FileChannel ch = FileChannel.open(part, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-                    StandardOpenOption.READ, StandardOpenOption.WRITE); Arena arena = Arena.ofShared()) {
-                MemorySegment seg = lease.length == 0 ? MemorySegment.NULL.reinterpret(0)
-                    : ch.map(FileChannel.MapMode.READ_WRITE, 0, lease.length, arena);
-                try (BlobBuffer b = wrap(seg)) {
-                    int crc = pull(lease, b, progress);
-                    if (crc != lease.crc) {
-                        throw new RdmaStoreException(String.format("blob CRC32C mismatch: expected %08x, received"
-                            + " %08x; %s not written", lease.crc, crc, file));
+                    StandardOpenOption.WRITE); BlobBuffer stage = allocate(Math.min(lease.length, STAGE_BYTES))) {
+                CRC32C crc = new CRC32C();
+                for (long off = 0; off < lease.length; ) {
+                    long n = Math.min(STAGE_BYTES, lease.length - off);
+                    pull(lease, off, n, stage, null, crc);
+                    ByteBuffer bytes = stage.segment().asSlice(0, n).asByteBuffer();
+                    while (bytes.hasRemaining()) {
+                        ch.write(bytes, off + bytes.position());
                     }
+                    off += n;
+                    if (progress != null) {
+                        progress.accept(off);
+                    }
+                }
+                int got = (int) crc.getValue();
+                if (got != lease.crc) {
+                    throw new RdmaStoreException(String.format("blob CRC32C mismatch: expected %08x, received"
+                        + " %08x; %s not written", lease.crc, got, file));
                 }
             }
             try {
@@ -332,7 +347,16 @@ public final class BlobClient {
      * summed here, where a thread hand-off would cost more than it saves.
      */
     private int pull(Lease lease, BlobBuffer buffer, LongConsumer progress) {
-        long length = lease.length;
+        return pull(lease, 0, lease.length, buffer, progress, null);
+    }
+
+    /**
+     * Pulls {@code [remoteBase, remoteBase + length)} of the leased blob into {@code [0, length)} of {@code buffer}.
+     * With {@code running} given, the bytes are added to it in order on this thread and the return value means
+     * nothing; else the CRC32C of the range is returned.
+     */
+    private int pull(Lease lease, long remoteBase, long length, BlobBuffer buffer, LongConsumer progress,
+                     CRC32C running) {
         if (length == 0) {
             return (int) new CRC32C().getValue();
         }
@@ -343,8 +367,8 @@ public final class BlobClient {
         @SuppressWarnings("unchecked")
         CompletableFuture<Void>[] ring = new CompletableFuture[WINDOW];
         long[] offsets = new long[WINDOW];
-        CRC32C crc = new CRC32C();
-        ChecksumPipeline checker = length > CHUNK_BYTES ? ChecksumPipeline.start(seg, length) : null;
+        CRC32C crc = running != null ? running : new CRC32C();
+        ChecksumPipeline checker = running == null && length > CHUNK_BYTES ? ChecksumPipeline.start(seg, length) : null;
         boolean checked = false;
         long deadline = System.nanoTime() + transferTimeout(length).toNanos();
         long issued = 0;
@@ -358,7 +382,7 @@ public final class BlobClient {
                     long n = Math.min(CHUNK_BYTES, length - issued);
                     int slot = (head + inflight) % WINDOW;
                     offsets[slot] = issued;
-                    ring[slot] = c.read(remote, issued, local, issued, n);
+                    ring[slot] = c.read(remote, remoteBase + issued, local, issued, n);
                     issued += n;
                     inflight++;
                 }

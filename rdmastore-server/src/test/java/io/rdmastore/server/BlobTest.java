@@ -140,6 +140,13 @@ class BlobTest {
             assertEquals(data.length, info.length());
             assertArrayEquals(data, Files.readAllBytes(outFile));
             assertFalse(Files.exists(dir.resolve("out.bin.part")));
+            // across the staging buffer's boundary: two steps of the file write, the second one byte
+            byte[] staged = new byte[(int) (BlobClient.STAGE_BYTES + 1)];
+            new Random(4).nextBytes(staged);
+            blobs.put(key("s"), staged);
+            Path stagedFile = dir.resolve("staged.bin");
+            blobs.getFile(key("s"), stagedFile, null);
+            assertArrayEquals(staged, Files.readAllBytes(stagedFile));
         }
     }
 
