@@ -39,32 +39,10 @@ class CrashTest {
     void acknowledgedBlobValuesAndTheirFilesSurviveKillMinus9() throws Exception {
         Random rnd = new Random(7);
         int next = 0;
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         StoreConfig cfg = new StoreConfig().dataDir(dir).fsync(FsyncPolicy.NO)
             .blobs(new io.rdmastore.store.blob.BlobConfig().thresholdBytes(CrashWriter.BLOB_THRESHOLD).reserveBytes(0));
         for (int round = 0; round < KILLS; round++) {
-            ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
-                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-                    "-cp", System.getProperty("java.class.path"), CrashWriter.class.getName(), dir.toString(),
-                    Integer.toString(next), "blobs");
-            pb.redirectError(ProcessBuilder.Redirect.DISCARD);
-            Process p = pb.start();
-            int lastAck = next - 1;
-            int target = 20 + rnd.nextInt(100);
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
-                    StandardCharsets.UTF_8))) {
-                String line;
-                int acks = 0;
-                while (acks < target && (line = r.readLine()) != null) {
-                    if (line.startsWith("ack ")) {
-                        lastAck = Integer.parseInt(line.substring(4));
-                        acks++;
-                    }
-                }
-                p.destroyForcibly();
-                assertTrue(p.waitFor(20, TimeUnit.SECONDS), "writer did not die");
-                assertTrue(acks > 0, "writer acknowledged nothing in round " + round);
-            }
+            int lastAck = killAfterAcks(next, 20 + rnd.nextInt(100), round, "blobs");
             try (Store st = Store.open(cfg)) {
                 int inFlight = lastAck + 1;
                 for (int k = 0; k < CrashWriter.BLOB_KEYS; k++) {
@@ -95,30 +73,8 @@ class CrashTest {
     void everyAcknowledgedWriteSurvivesKillMinus9() throws Exception {
         Random rnd = new Random(42);
         int next = 0;
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         for (int round = 0; round < KILLS; round++) {
-            ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
-                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-                    "-cp", System.getProperty("java.class.path"), CrashWriter.class.getName(), dir.toString(),
-                    Integer.toString(next));
-            pb.redirectError(ProcessBuilder.Redirect.DISCARD);
-            Process p = pb.start();
-            int lastAck = next - 1;
-            int target = 20 + rnd.nextInt(150);
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
-                    StandardCharsets.UTF_8))) {
-                String line;
-                int acks = 0;
-                while (acks < target && (line = r.readLine()) != null) {
-                    if (line.startsWith("ack ")) {
-                        lastAck = Integer.parseInt(line.substring(4));
-                        acks++;
-                    }
-                }
-                p.destroyForcibly();
-                assertTrue(p.waitFor(20, TimeUnit.SECONDS), "writer did not die");
-                assertTrue(acks > 0, "writer acknowledged nothing in round " + round);
-            }
+            int lastAck = killAfterAcks(next, 20 + rnd.nextInt(150), round);
             try (Store st = TestSupport.open(dir)) {
                 for (int i = 0; i <= lastAck; i++) {
                     byte[] k = b("key:" + i);
@@ -138,5 +94,39 @@ class CrashTest {
                 st.deleteOne("docs", new BsonDocument("_id", new BsonInt32(next)));
             }
         }
+    }
+
+    /**
+     * Starts a {@link CrashWriter} from write {@code next} on, waits for {@code target} acknowledgements, kills it
+     * with SIGKILL and returns the last write it acknowledged.
+     */
+    private int killAfterAcks(int next, int target, int round, String... mode) throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+                "-cp", System.getProperty("java.class.path"), CrashWriter.class.getName(), dir.toString(),
+                Integer.toString(next)));
+        cmd.addAll(List.of(mode));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+        Process p = pb.start();
+        int lastAck = next - 1;
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                StandardCharsets.UTF_8))) {
+            String line;
+            int acks = 0;
+            while (acks < target && (line = r.readLine()) != null) {
+                if (line.startsWith("ack ")) {
+                    lastAck = Integer.parseInt(line.substring(4));
+                    acks++;
+                }
+            }
+            p.destroyForcibly();
+            assertTrue(p.waitFor(20, TimeUnit.SECONDS), "writer did not die");
+            assertTrue(acks > 0, "writer acknowledged nothing in round " + round);
+        } finally {
+            p.destroyForcibly();
+        }
+        return lastAck;
     }
 }
