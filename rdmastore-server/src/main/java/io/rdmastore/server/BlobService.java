@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -27,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,8 +36,8 @@ import org.slf4j.LoggerFactory;
  * The blob opcodes (docs/blobs.md): BLOB_GET lends the client a registered view of one value for one transfer (a
  * lease: the mapped blob file, or a copy of a value kept in memory), BLOB_PUT pulls the client's lent buffer with
  * one-sided reads into a temporary file and stores it as the key's value once the CRC32C matches, BLOB_DEL deletes.
- * Blob values are ordinary string values of the store (GET and SET see them too). The same code serves every transport: over tcp the provider emulates the one-sided
- * reads by streaming chunks.
+ * Blob values are ordinary string values of the store (GET and SET see them too). The same code serves every
+ * transport: over tcp the provider emulates the one-sided reads by streaming chunks.
  *
  * <p>Threads: the request methods run on the session's transport thread and never block it: a put's reads are chained
  * futures (completed on the transport thread), its CRC check, fsync and rename run on this service's commit thread,
@@ -173,9 +175,9 @@ final class BlobService implements AutoCloseable {
             byte[] bytes = value.inline();
             version = 0;
             length = bytes.length;
-            java.util.zip.CRC32C c = new java.util.zip.CRC32C();
-            c.update(bytes);
-            crc = (int) c.getValue();
+            CRC32C sum = new CRC32C();
+            sum.update(bytes);
+            crc = (int) sum.getValue();
             Arena arena = Arena.ofShared();
             segment = length > 0 ? arena.allocate(length, 64) : null;
             if (segment != null) {
@@ -351,7 +353,7 @@ final class BlobService implements AutoCloseable {
             if (!inPump) {
                 try {
                     puller.execute(this::pump);
-                } catch (java.util.concurrent.RejectedExecutionException closing) {
+                } catch (RejectedExecutionException closing) {
                     pump(); // the service is closing: finish here so the mapping and the file go
                 }
             }

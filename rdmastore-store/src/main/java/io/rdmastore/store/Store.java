@@ -38,6 +38,7 @@ import org.bson.BsonObjectId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import io.rdmastore.store.blob.BlobConfig;
 import io.rdmastore.store.blob.BlobStore;
 import io.rdmastore.store.blob.BlobValue;
 import io.rdmastore.store.blob.BlobVersion;
@@ -196,7 +197,7 @@ public final class Store implements AutoCloseable {
                 Files.deleteIfExists(p);
             }
         }
-        io.rdmastore.store.blob.BlobConfig bc = config.blobs();
+        BlobConfig bc = config.blobs();
         if (bc.directory() == null) {
             bc.directory(dir.resolve("blobs"));
         }

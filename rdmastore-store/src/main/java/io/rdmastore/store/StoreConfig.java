@@ -1,5 +1,6 @@
 package io.rdmastore.store;
 
+import io.rdmastore.store.blob.BlobConfig;
 import java.nio.file.Path;
 import java.util.Objects;
 
@@ -27,7 +28,7 @@ public final class StoreConfig implements Cloneable {
     private int maxDocumentBytes = DEFAULT_MAX_DOCUMENT_BYTES;
     private long snapshotLogBytes = DEFAULT_SNAPSHOT_LOG_BYTES;
     private boolean activeExpiry = true;
-    private io.rdmastore.store.blob.BlobConfig blobs = new io.rdmastore.store.blob.BlobConfig();
+    private BlobConfig blobs = new BlobConfig();
     private boolean concluded;
 
     /** The directory holding log segments and snapshots; created if missing. Required. */
@@ -79,13 +80,13 @@ public final class StoreConfig implements Cloneable {
      * Blob settings: the size from which string values go to blob files, the largest blob, the disk reserve, fsync.
      * The directory defaults to {@code <dataDir>/blobs}. The store keeps a copy.
      */
-    public StoreConfig blobs(io.rdmastore.store.blob.BlobConfig blobs) {
+    public StoreConfig blobs(BlobConfig blobs) {
         this.blobs = Objects.requireNonNull(blobs, "blobs").clone();
         return this;
     }
 
     /** The blob settings (a copy). */
-    public io.rdmastore.store.blob.BlobConfig blobs() {
+    public BlobConfig blobs() {
         return blobs.clone();
     }
 
