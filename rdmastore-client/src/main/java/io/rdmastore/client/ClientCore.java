@@ -93,7 +93,7 @@ final class ClientCore implements AutoCloseable {
                 ucx.setProperty("maxConnections", "2");
                 ucx.setProperty("memoryBudget", Long.toString(8L << 20));
                 // the thread waiting for a reply drives the worker; the agent only serves async callers, so it parks
-                ucx.setProperty("idleStrategy", "backoff");
+                ucx.setProperty("idleStrategy", "light");
                 Transport t = Transports.load(Transports.UCX, ucx);
                 if (t instanceof UpgradeTransport u) {
                     if (u.isAvailable()) {
