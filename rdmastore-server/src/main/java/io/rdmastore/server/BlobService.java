@@ -360,9 +360,10 @@ final class BlobService implements AutoCloseable {
         }
 
         /**
-         * The session closed. Over tcp the reads fail with it; over ucx a read from a peer that vanished may never
-         * complete (no peer error handling: it is what keeps shared memory available), so the put ends here: its file
-         * goes now, its mapping only when no read can write into it any more.
+         * The session closed. Over tcp the reads fail with it, and on one host a process_vm_readv from a dead client
+         * fails at once; a UCX get from a vanished peer (RDMA, or cross-memory reads refused) may never complete (no
+         * peer error handling: it is what keeps shared memory available). So the put ends here: its file goes now,
+         * its mapping only when no read can write into it any more.
          */
         void abandon() {
             boolean finishNow;
