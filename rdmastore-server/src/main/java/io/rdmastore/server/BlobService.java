@@ -28,7 +28,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -175,9 +174,7 @@ final class BlobService implements AutoCloseable {
             byte[] bytes = value.inline();
             version = 0;
             length = bytes.length;
-            CRC32C sum = new CRC32C();
-            sum.update(bytes);
-            crc = (int) sum.getValue();
+            crc = BlobStore.crc32c(MemorySegment.ofArray(bytes));
             Arena arena = Arena.ofShared();
             segment = length > 0 ? arena.allocate(length, 64) : null;
             if (segment != null) {

@@ -965,8 +965,7 @@ public final class Store implements AutoCloseable {
     public SetResult set(byte[] key, byte[] value, SetOptions options) {
         options.validate();
         checkValue(value.length);
-        key(key);
-        BlobVersion blob = storeAsBlob(value);
+        BlobVersion blob = storeAsBlob(key, value);
         try {
             return set(key, value, blob, options);
         } finally {
@@ -1029,11 +1028,15 @@ public final class Store implements AutoCloseable {
 
     /**
      * A value from the blob threshold on, written to a durable blob file before any lock is taken (the caller holds
-     * the one reference and releases it after logging); null for a value that stays in memory.
+     * the one reference and releases it after logging); null for a value that stays in memory. {@code key}, when
+     * given, is checked first, so a bad key costs no file.
      */
-    private BlobVersion storeAsBlob(byte[] value) {
+    private BlobVersion storeAsBlob(byte[] key, byte[] value) {
         if (!blobs.blobSized(value.length)) {
             return null;
+        }
+        if (key != null) {
+            key(key);
         }
         BlobWrite w = blobs.begin(value.length);
         try {
@@ -1087,11 +1090,7 @@ public final class Store implements AutoCloseable {
         if (!blobs.blobSized(w.length())) {
             byte[] value;
             try {
-                int crc = BlobStore.crc32c(w.segment());
-                if (crc != expectedCrc32c) {
-                    throw new StoreException(String.format("blob CRC32C mismatch: the client announced %08x but the"
-                        + " server received data with %08x; nothing was stored", expectedCrc32c, crc));
-                }
+                BlobStore.verifiedCrc32c(w, expectedCrc32c);
                 value = w.segment().toArray(ValueLayout.JAVA_BYTE);
             } finally {
                 blobs.abort(w);
@@ -1310,7 +1309,7 @@ public final class Store implements AutoCloseable {
         BlobVersion[] held = new BlobVersion[ks.length];
         try {
             for (int i = 0; i < ks.length; i++) {
-                held[i] = storeAsBlob(keysAndValues.get(2 * i + 1));
+                held[i] = storeAsBlob(null, keysAndValues.get(2 * i + 1));
             }
             return mset(ks, keysAndValues, held, onlyIfNoneExist);
         } finally {

@@ -223,12 +223,8 @@ public final class BlobStore implements AutoCloseable {
             }
             found.clear();
             for (BlobVersion v : List.copyOf(versions.values())) {
-                if (v.bury()) {
-                    versions.remove(v.version());
-                    if (!v.missing()) {
-                        deleteQuietly(v.file());
-                        deleted++;
-                    }
+                if (deleteIfUnreferenced(v) && !v.missing()) {
+                    deleted++;
                 }
             }
         }
@@ -278,12 +274,19 @@ public final class BlobStore implements AutoCloseable {
                 e.toString());
             return;
         }
-        for (BlobVersion v : batch) {
-            if (v.bury()) {
-                versions.remove(v.version(), v);
-                deleteQuietly(v.file());
-            }
+        batch.forEach(this::deleteIfUnreferenced);
+    }
+
+    /** Deletes the version's file unless someone took it back; true when it was deleted (or never existed). */
+    private boolean deleteIfUnreferenced(BlobVersion v) {
+        if (!v.bury()) {
+            return false;
         }
+        versions.remove(v.version(), v);
+        if (!v.missing()) {
+            deleteQuietly(v.file());
+        }
+        return true;
     }
 
     /** Checks a blob's length against the limit. */
@@ -361,11 +364,7 @@ public final class BlobStore implements AutoCloseable {
             throw new IllegalStateException("blob write already finished");
         }
         try {
-            int crc = crc32c(w.segment);
-            if (expectedCrc32c != null && crc != expectedCrc32c) {
-                throw new StoreException(String.format("blob CRC32C mismatch: the client announced %08x but the"
-                    + " server received data with %08x; nothing was stored", expectedCrc32c, crc));
-            }
+            int crc = verifiedCrc32c(w, expectedCrc32c);
             if (config.fsync() && w.length > 0) {
                 w.segment.force();
             }
@@ -442,6 +441,20 @@ public final class BlobStore implements AutoCloseable {
         return String.format("%016x", version) + SUFFIX;
     }
 
+    /**
+     * The CRC32C of a write's content, checked against {@code expected} when not null.
+     *
+     * @throws StoreException on a mismatch (nothing is stored)
+     */
+    public static int verifiedCrc32c(BlobWrite w, Integer expected) {
+        int crc = crc32c(w.segment);
+        if (expected != null && crc != expected) {
+            throw new StoreException(String.format("blob CRC32C mismatch: the client announced %08x but the"
+                + " server received data with %08x; nothing was stored", expected, crc));
+        }
+        return crc;
+    }
+
     /** CRC32C of a segment of any length (slices of 1 GiB, since a ByteBuffer holds at most 2 GiB). */
     public static int crc32c(MemorySegment segment) {
         CRC32C crc = new CRC32C();
@@ -495,12 +508,7 @@ public final class BlobStore implements AutoCloseable {
         if (wasReaping) {
             List<BlobVersion> rest = new ArrayList<>();
             unreferenced.drainTo(rest);
-            for (BlobVersion v : rest) {
-                if (v.bury()) {
-                    versions.remove(v.version(), v);
-                    deleteQuietly(v.file());
-                }
-            }
+            rest.forEach(this::deleteIfUnreferenced);
         }
         for (BlobVersion v : versions.values()) {
             v.unmap();
