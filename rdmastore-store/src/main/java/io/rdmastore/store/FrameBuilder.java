@@ -3,6 +3,7 @@ package io.rdmastore.store;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.util.zip.CRC32C;
 
 /**
  * Builds one log frame in a reusable heap buffer. Owned by one thread at a time (the store keeps one per thread);
@@ -14,6 +15,11 @@ final class FrameBuilder {
     private byte[] buf = new byte[INITIAL];
     private int pos = LogDescriptor.HEADER_LENGTH;
     private int ops;
+    /** CRC of a positioned frame up to its position fields; finished by {@link #stamp}. */
+    private final CRC32C crc = new CRC32C();
+    /** Offset of the term field of a positioned frame, or -1. */
+    private int positionAt = -1;
+    private long index;
 
     FrameBuilder reset() {
         if (buf.length > KEEP_AT_MOST) {
@@ -22,6 +28,8 @@ final class FrameBuilder {
         }
         pos = LogDescriptor.HEADER_LENGTH;
         ops = 0;
+        positionAt = -1;
+        index = 0;
         return this;
     }
 
@@ -106,6 +114,53 @@ final class FrameBuilder {
         putInt(crc);
         pos = p;
         return ByteBuffer.wrap(buf, 0, pos).order(LogDescriptor.ORDER);
+    }
+
+    /**
+     * Seals a log frame that ends with an {@link LogDescriptor#OP_POSITION} op whose term and index (and so the CRC)
+     * are filled in by {@link #stamp} under the log's lock. The CRC of everything before them is computed here, outside
+     * that lock. Returns the whole frame; its bytes change when it is stamped.
+     */
+    ByteBuffer sealPositioned() {
+        ensure(LogDescriptor.POSITION_OP_LENGTH);
+        buf[pos++] = LogDescriptor.OP_POSITION;
+        positionAt = pos;
+        pos += 16;
+        int len = pos - LogDescriptor.HEADER_LENGTH;
+        crc.reset();
+        crc.update(len & 0xff);
+        crc.update((len >>> 8) & 0xff);
+        crc.update((len >>> 16) & 0xff);
+        crc.update((len >>> 24) & 0xff);
+        crc.update(buf, LogDescriptor.HEADER_LENGTH, len - 16);
+        int p = pos;
+        pos = 0;
+        putInt(len);
+        pos = p;
+        return ByteBuffer.wrap(buf, 0, pos).order(LogDescriptor.ORDER);
+    }
+
+    /** Fills in the position of a frame sealed by {@link #sealPositioned} and finishes its CRC. */
+    void stamp(long term, long index) {
+        int p = pos;
+        pos = positionAt;
+        putLong(term);
+        putLong(index);
+        crc.update(buf, positionAt, 16);
+        pos = 4;
+        putInt((int) crc.getValue());
+        pos = p;
+        this.index = index;
+    }
+
+    /** The oplog index given by the last {@link #stamp}, 0 if none. */
+    long index() {
+        return index;
+    }
+
+    /** A copy of the sealed frame (header and payload). */
+    byte[] frameCopy() {
+        return java.util.Arrays.copyOf(buf, pos);
     }
 
     /** The payload alone, for applying the frame just sealed. */

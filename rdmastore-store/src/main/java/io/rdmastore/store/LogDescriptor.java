@@ -57,7 +57,15 @@ final class LogDescriptor {
      * in blob file {@code version} (durable before this record is written).
      */
     static final byte OP_STRING_BLOB = 14;
-    static final byte OP_MAX = 14;
+    /**
+     * term:int64 index:int64. The oplog position of the frame it ends: the last op of every log frame (written under
+     * the log's lock, so indexes follow the file's order). As the first frame of a snapshot: the position the
+     * snapshot covers (the log after it starts at index + 1). Changes nothing in the keyspace.
+     */
+    static final byte OP_POSITION = 15;
+    /** Bytes of an OP_POSITION op: code, term, index. */
+    static final int POSITION_OP_LENGTH = 17;
+    static final byte OP_MAX = 15;
 
     private LogDescriptor() {
     }

@@ -58,10 +58,21 @@ final class LogWriter implements AutoCloseable {
     private volatile boolean closed;
     private volatile boolean writerParked;
     private final Thread writeBehind;
+    /** Recent frames by position; its last position is the log's. Added to under appendLock. */
+    private final Oplog oplog;
+    /** Term stamped on new frames (set when this member becomes primary). */
+    private volatile long term;
+    /** Position of the newest frame appended. Guarded by appendLock. */
+    private long lastIndex;
+    private long lastTerm;
 
     /** Opens segment {@code id} for append at {@code validEnd} (cutting anything after it), or creates it. */
-    LogWriter(Path dir, long id, long validEnd) throws IOException {
+    LogWriter(Path dir, long id, long validEnd, Oplog oplog) throws IOException {
         this.dir = dir;
+        this.oplog = oplog;
+        this.lastIndex = oplog.lastIndex();
+        this.lastTerm = oplog.lastTerm();
+        this.term = lastTerm;
         this.segmentId = id;
         Path file = dir.resolve(LogDescriptor.segmentName(id));
         channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
@@ -83,15 +94,29 @@ final class LogWriter implements AutoCloseable {
     }
 
     /**
-     * Appends a sealed frame (its bytes are copied before this returns); returns a ticket for {@link #syncTo}.
-     * Nothing is appended if it throws.
+     * Appends a frame sealed by {@link FrameBuilder#sealPositioned}: stamps it with the current term and the next
+     * index under the append lock (so indexes follow file order), copies it, and returns a ticket for
+     * {@link #syncTo}. Nothing is appended if it throws.
      */
-    long append(ByteBuffer frame) {
+    long append(FrameBuilder f, ByteBuffer frame) {
+        return append(frame, f, 0, 0, null);
+    }
+
+    /**
+     * Appends a frame received from the primary, already stamped with {@code (term, index)}; {@code index} must follow
+     * the last one. The oplog keeps {@code frame} itself: the caller gives it up.
+     */
+    long appendReplicated(byte[] frame, long frameTerm, long index) {
+        return append(ByteBuffer.wrap(frame), null, frameTerm, index, frame);
+    }
+
+    private long append(ByteBuffer frame, FrameBuilder f, long replTerm, long replIndex, byte[] replFrame) {
         int n = frame.remaining();
         long ticket;
         synchronized (appendLock) {
             checkWritable();
             if (n <= active.remaining()) {
+                positionLocked(f, replTerm, replIndex, replFrame);
                 active.put(frame);
                 ticket = appendedTotal + n;
                 appendedTotal = ticket;
@@ -100,7 +125,7 @@ final class LogWriter implements AutoCloseable {
             }
         }
         if (ticket < 0) {
-            ticket = appendSlow(frame, n);
+            ticket = appendSlow(frame, n, f, replTerm, replIndex, replFrame);
         }
         if (writerParked) {
             LockSupport.unpark(writeBehind);
@@ -108,12 +133,74 @@ final class LogWriter implements AutoCloseable {
         return ticket;
     }
 
+    /** Gives the frame its position (and the oplog its copy). The caller holds appendLock and appends it next. */
+    private void positionLocked(FrameBuilder f, long replTerm, long replIndex, byte[] replFrame) {
+        if (f != null) {
+            long t = term;
+            long i = lastIndex + 1;
+            f.stamp(t, i);
+            oplog.add(t, i, oplog.retains() ? f.frameCopy() : null);
+            lastTerm = t;
+            lastIndex = i;
+        } else {
+            if (replIndex != lastIndex + 1) {
+                throw new StoreException("replicated frame at index " + replIndex + " does not follow this log's "
+                    + lastIndex);
+            }
+            oplog.add(replTerm, replIndex, oplog.retains() ? replFrame : null);
+            lastTerm = replTerm;
+            lastIndex = replIndex;
+        }
+    }
+
+    /** Position of the newest frame appended: {term, index}. */
+    long[] lastPosition() {
+        synchronized (appendLock) {
+            return new long[] {lastTerm, lastIndex};
+        }
+    }
+
+    long lastIndex() {
+        synchronized (appendLock) {
+            return lastIndex;
+        }
+    }
+
+    /** Sets the term stamped on frames appended from now on. */
+    void term(long t) {
+        term = t;
+    }
+
+    long term() {
+        return term;
+    }
+
+    /** After a snapshot from elsewhere was installed: the next frame follows {@code (t, index)}. */
+    void resetPosition(long t, long index) {
+        synchronized (appendLock) {
+            oplog.reset(t, index);
+            lastTerm = t;
+            lastIndex = index;
+            if (term < t) {
+                term = t;
+            }
+        }
+    }
+
+    /** Hands everything appended so far to the OS (no fsync): it survives a crash of this process. */
+    void writeOut() {
+        synchronized (writeLock) {
+            drainLocked();
+        }
+    }
+
     /** The buffer is too full for the frame: write it out, then buffer the frame or write it directly. */
-    private long appendSlow(ByteBuffer frame, int n) {
+    private long appendSlow(ByteBuffer frame, int n, FrameBuilder f, long replTerm, long replIndex, byte[] replFrame) {
         synchronized (writeLock) {
             drainLocked();
             synchronized (appendLock) {
                 checkWritable();
+                positionLocked(f, replTerm, replIndex, replFrame);
                 if (n <= active.remaining()) {
                     active.put(frame);
                     appendedTotal += n;
@@ -129,6 +216,8 @@ final class LogWriter implements AutoCloseable {
                         filePosition += channel.write(frame);
                     }
                 } catch (IOException e) {
+                    // The frame has its index already: later frames may not follow a hole, so refuse them.
+                    failure = "log append failed: " + e;
                     undo(start);
                     throw new StoreException("log append failed: " + e.getMessage(), e);
                 }

@@ -76,6 +76,8 @@ public final class Store implements AutoCloseable {
     /** Directories open in this JVM: a second file lock from the same process would not conflict, so check here. */
     static final Set<Path> OPEN_DIRS = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static final ThreadLocal<FrameBuilder> FRAMES = ThreadLocal.withInitial(FrameBuilder::new);
+    /** Oplog index of the last write committed by each thread (the face reads it for WAIT). */
+    private static final ThreadLocal<long[]> LAST_COMMIT = ThreadLocal.withInitial(() -> new long[1]);
     private static final int MAX_COLLECTION_NAME_BYTES = 255;
     private static final long SNAPSHOT_CHUNK_BYTES = 1 << 20;
     private static final int EXPIRY_SHARDS_PER_TICK = 64;
@@ -90,6 +92,13 @@ public final class Store implements AutoCloseable {
     private final ExecutorService snapshotExecutor;
     private final ScheduledExecutorService fsyncExecutor;
     private final ScheduledExecutorService expiryExecutor;
+    private final Oplog oplog;
+    /** False on a secondary (and on a member between primaries): client writes are refused with the reason. */
+    private volatile boolean writesAllowed;
+    private volatile String readOnlyReason = "NOTPRIMARY no primary at the moment (election in progress)";
+    /** Position of the last frame applied by recovery or a snapshot load (OP_POSITION). */
+    private long replayTerm;
+    private long replayIndex;
     private LogWriter log;
     private BlobStore blobs;
     private FileChannel lockChannel;
@@ -107,6 +116,8 @@ public final class Store implements AutoCloseable {
         this.snapshotExecutor = Executors.newSingleThreadExecutor(r -> daemon(r, "rdmastore-snapshot"));
         this.fsyncExecutor = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "rdmastore-fsync"));
         this.expiryExecutor = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "rdmastore-expiry"));
+        this.oplog = new Oplog(config.oplogWindowBytes());
+        this.writesAllowed = !config.replicaSetMember();
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -222,6 +233,7 @@ public final class Store implements AutoCloseable {
             snapshotRecords = records[0];
             lastSnapshotMillis = Files.getLastModifiedTime(snapshot).toMillis();
         }
+        oplog.reset(replayTerm, replayIndex);
         List<Path> replay = new ArrayList<>();
         for (Path seg : segments) {
             if (LogDescriptor.segmentId(seg) < base) {
@@ -246,8 +258,12 @@ public final class Store implements AutoCloseable {
             expected++;
             long[] n = {0};
             FrameScanner.Outcome o = FrameScanner.scan(seg, LogDescriptor.SEGMENT_MAGIC, (payload, off) -> {
+                long before = replayIndex;
                 applyFrame(payload);
                 n[0]++;
+                if (replayIndex != before) {
+                    keepReplayed(payload);
+                }
             });
             records += n[0];
             boolean last = i == replay.size() - 1;
@@ -262,20 +278,42 @@ public final class Store implements AutoCloseable {
             lastId = id;
             validEnd = o.validEnd();
         }
-        log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd);
+        log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd, oplog);
         if (!replay.isEmpty()) {
             // The replayed log decides which blob files go; it must outlive a machine crash first.
             try (FileChannel ch = FileChannel.open(replay.getLast(), StandardOpenOption.WRITE)) {
                 ch.force(false);
             }
         }
-        dropExpiredAfterRecovery();
+        if (!config.replicaSetMember()) {
+            // A member's expiry deletes come from its primary: a record of its own would fork the set's positions.
+            dropExpiredAfterRecovery();
+        }
         dropMissingBlobs();
         blobs.startReaper(log::force);
         adoptLegacyBlobs();
         long ms = (System.nanoTime() - started) / 1_000_000;
         recovery = new RecoveryReport(snapshot, snapshotRecords, replay.size(), records, tornCut, ms);
         bytesSinceSnapshot.set(logBytes());
+    }
+
+    /** Keeps a replayed frame in the oplog window at the position its OP_POSITION gave. */
+    private void keepReplayed(ByteBuffer payload) {
+        byte[] frame = null;
+        if (oplog.retains()) {
+            int len = payload.limit();
+            frame = new byte[LogDescriptor.HEADER_LENGTH + len];
+            ByteBuffer b = ByteBuffer.wrap(frame).order(LogDescriptor.ORDER);
+            b.putInt(len);
+            b.putInt(0);
+            payload.rewind();
+            b.put(payload);
+            b.putInt(4, LogDescriptor.crc(len, frame, LogDescriptor.HEADER_LENGTH, len));
+        }
+        if (replayIndex != oplog.lastIndex() + 1) {
+            oplog.reset(replayTerm, replayIndex - 1);
+        }
+        oplog.add(replayTerm, replayIndex, frame);
     }
 
     /**
@@ -294,6 +332,10 @@ public final class Store implements AutoCloseable {
                 }
             }
             for (Key k : gone) {
+                if (config.replicaSetMember()) {
+                    keyspace.applyDelete(k);
+                    continue;
+                }
                 FrameBuilder f = frame();
                 f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
                 commit(f);
@@ -437,10 +479,14 @@ public final class Store implements AutoCloseable {
         if (f.isEmpty()) {
             return 0;
         }
-        ByteBuffer frame = f.seal();
+        if (!writesAllowed) {
+            throw new ReadOnlyException(readOnlyReason);
+        }
+        ByteBuffer frame = f.sealPositioned();
         int len = frame.remaining();
-        long ticket = log.append(frame);
+        long ticket = log.append(f, frame);
         applyFrame(f.payload());
+        LAST_COMMIT.get()[0] = f.index();
         bytesSinceSnapshot.addAndGet(len);
         changesSinceSave.incrementAndGet();
         return ticket;
@@ -454,6 +500,11 @@ public final class Store implements AutoCloseable {
         if (config.fsync() == FsyncPolicy.ALWAYS) {
             log.syncTo(ticket);
         }
+        maybeSnapshot();
+    }
+
+    /** Starts a background snapshot when the log since the last one passed the configured size. */
+    private void maybeSnapshot() {
         long trigger = config.snapshotLogBytes();
         if (trigger > 0 && bytesSinceSnapshot.get() >= trigger && !closed) {
             synchronized (snapshotMonitor) {
@@ -513,6 +564,10 @@ public final class Store implements AutoCloseable {
                     keyspace.applyStringBlob(k, expireAt, blobs.resolve(version, length, crc));
                 }
                 case LogDescriptor.OP_SNAPSHOT_END -> p.getLong();
+                case LogDescriptor.OP_POSITION -> {
+                    replayTerm = p.getLong();
+                    replayIndex = p.getLong();
+                }
                 default -> throw new StoreException("unknown log op code " + op);
             }
         }
@@ -2063,9 +2118,11 @@ public final class Store implements AutoCloseable {
         long started = System.nanoTime();
         long base;
         List<CollectionCopy> docs = new ArrayList<>();
+        long[] position;
         Lock[] all = lockAll();
         try {
             base = log.rotate();
+            position = log.lastPosition();
             for (Map.Entry<String, Documents.Collection> c : documents.collections.entrySet()) {
                 docs.add(new CollectionCopy(c.getKey().getBytes(StandardCharsets.UTF_8),
                         new ArrayList<>(c.getValue().byId.values())));
@@ -2083,6 +2140,12 @@ public final class Store implements AutoCloseable {
             long[] pos = {LogDescriptor.MAGIC_LENGTH};
             FrameBuilder f = new FrameBuilder();
             List<byte[]> pending = new ArrayList<>();
+            // The position the snapshot covers: the log after it starts at the next index.
+            f.op(LogDescriptor.OP_POSITION).putLong(position[0]).putLong(position[1]);
+            ByteBuffer head = f.seal();
+            LogWriter.writeFully(ch, head, pos[0]);
+            pos[0] += f.payloadLength() + LogDescriptor.HEADER_LENGTH;
+            f.reset();
             Runnable flush = () -> {
                 if (!f.isEmpty()) {
                     ByteBuffer b = f.seal();
@@ -2179,11 +2242,240 @@ public final class Store implements AutoCloseable {
     }
 
     // =====================================================================================================
+    // Replication: the log as an oplog
+    // =====================================================================================================
+
+    /** The position of a snapshot file: the log after it starts at {@code index + 1}. */
+    public record SnapshotFile(Path path, long term, long index) {
+    }
+
+    /** The recent frames by (term, index), for secondaries and rollbacks. */
+    public Oplog oplog() {
+        return oplog;
+    }
+
+    /** The position of the newest frame in the log: {@code {term, index}} (0, 0 for an empty log). */
+    public long[] lastPosition() {
+        checkOpen();
+        return log.lastPosition();
+    }
+
+    /** The oplog index of the last write this thread committed (0 if none): what a WAIT after it waits for. */
+    public static long lastCommitIndex() {
+        return LAST_COMMIT.get()[0];
+    }
+
+    /** The term stamped on writes from now on (a new primary sets its own before it accepts writes). */
+    public void term(long term) {
+        log.term(term);
+    }
+
+    public long term() {
+        return log.term();
+    }
+
+    /**
+     * Lets client writes in (the primary) or refuses them with {@code reason} (a secondary, or a member between
+     * primaries; the reason starts with NOTPRIMARY). Active expiry runs only while writes are allowed: a secondary's
+     * expiry deletes come from its primary.
+     */
+    public void allowWrites(boolean allowed, String reason) {
+        if (reason != null) {
+            readOnlyReason = reason;
+        }
+        writesAllowed = allowed;
+    }
+
+    public boolean writesAllowed() {
+        return writesAllowed;
+    }
+
+    /**
+     * Appends frames received from the primary to this log, as they are (same bytes, same positions), and applies
+     * each under the locks of what it touches, in order. Returns once they are handed to the OS (fsynced with
+     * {@link FsyncPolicy#ALWAYS}): the position returned is what a secondary acknowledges as durable. Called by one
+     * thread at a time (the member's replication thread).
+     *
+     * @throws StoreException when a frame is damaged, or does not follow this log (nothing of it was applied)
+     */
+    public long applyReplicated(List<Oplog.Entry> entries) {
+        checkOpen();
+        long ticket = 0;
+        long last = log.lastIndex();
+        for (Oplog.Entry e : entries) {
+            byte[] frame = e.frame();
+            ByteBuffer b = ByteBuffer.wrap(frame).order(LogDescriptor.ORDER);
+            int len = frame.length - LogDescriptor.HEADER_LENGTH;
+            if (len < LogDescriptor.POSITION_OP_LENGTH || b.getInt(0) != len
+                || LogDescriptor.crc(len, frame, LogDescriptor.HEADER_LENGTH, len) != b.getInt(4)) {
+                throw new StoreException("replicated frame at index " + e.index() + " is damaged (length or CRC)");
+            }
+            int at = frame.length - LogDescriptor.POSITION_OP_LENGTH;
+            if (frame[at] != LogDescriptor.OP_POSITION || b.getLong(at + 1) != e.term()
+                || b.getLong(at + 9) != e.index()) {
+                throw new StoreException("replicated frame at index " + e.index() + " carries another position");
+            }
+            ByteBuffer payload = ByteBuffer.wrap(frame, LogDescriptor.HEADER_LENGTH, len).slice()
+                .order(LogDescriptor.ORDER);
+            Lock[] locks = lockTouched(payload);
+            try {
+                ticket = log.appendReplicated(frame, e.term(), e.index());
+                applyFrame(payload);
+            } finally {
+                unlock(locks);
+            }
+            bytesSinceSnapshot.addAndGet(frame.length);
+            changesSinceSave.incrementAndGet();
+            last = e.index();
+        }
+        if (ticket != 0) {
+            if (config.fsync() == FsyncPolicy.ALWAYS) {
+                log.syncTo(ticket);
+            } else {
+                log.writeOut();
+            }
+            maybeSnapshot();
+        }
+        return last;
+    }
+
+    /** The locks of what a frame touches, in the store's lock order; every lock for ops it cannot place. */
+    private Lock[] lockTouched(ByteBuffer payload) {
+        FrameKeys.Touched t = FrameKeys.touched(payload);
+        if (t.shards() == null) {
+            return lockAll();
+        }
+        Lock[] shardLocks = lockShards(t.shards(), true);
+        if (!t.documents()) {
+            return shardLocks;
+        }
+        Lock[] locks = Arrays.copyOf(shardLocks, shardLocks.length + 1);
+        locks[shardLocks.length] = documents.lock.writeLock();
+        locks[shardLocks.length].lock();
+        return locks;
+    }
+
+    /**
+     * Writes a snapshot now (or joins the one running) and returns it with the position it covers, for a member
+     * that must resynchronise. The file may be deleted by the next snapshot: copy or link it before that.
+     */
+    public SnapshotFile snapshotForTransfer() throws IOException {
+        Path p = snapshotAsync().join();
+        long[] pos = snapshotPosition(p);
+        return new SnapshotFile(p, pos[0], pos[1]);
+    }
+
+    /** Reads the position a snapshot file covers (its first frame); {0, 0} for a snapshot written before positions. */
+    public static long[] snapshotPosition(Path snapshot) throws IOException {
+        try (FileChannel ch = FileChannel.open(snapshot, StandardOpenOption.READ)) {
+            ByteBuffer b = ByteBuffer.allocate(LogDescriptor.MAGIC_LENGTH + LogDescriptor.HEADER_LENGTH
+                + LogDescriptor.POSITION_OP_LENGTH).order(LogDescriptor.ORDER);
+            while (b.hasRemaining() && ch.read(b, b.position()) > 0) {
+                // keep reading
+            }
+            if (b.position() == b.limit() && b.getInt(LogDescriptor.MAGIC_LENGTH) == LogDescriptor.POSITION_OP_LENGTH
+                && b.get(LogDescriptor.MAGIC_LENGTH + LogDescriptor.HEADER_LENGTH) == LogDescriptor.OP_POSITION) {
+                int at = LogDescriptor.MAGIC_LENGTH + LogDescriptor.HEADER_LENGTH + 1;
+                return new long[] {b.getLong(at), b.getLong(at + 8)};
+            }
+            return new long[] {0, 0};
+        }
+    }
+
+    /**
+     * Replaces everything this store holds with a snapshot received from another member (a new or wiped member, or
+     * one whose log diverged): the file is verified first, then, with every writer stopped, the keyspace and the
+     * documents are emptied, the snapshot loaded, the log restarted after its position and the file kept as this
+     * store's newest snapshot (older log files are deleted). Blob files it names must be in place already.
+     *
+     * @throws CorruptLogException when the file is damaged (nothing was changed)
+     */
+    public void installSnapshot(Path file) throws IOException {
+        checkOpen();
+        FrameScanner.Outcome check = FrameScanner.scan(file, LogDescriptor.SNAPSHOT_MAGIC, null);
+        if (!check.clean() || check.lastOp() != LogDescriptor.OP_SNAPSHOT_END) {
+            throw new CorruptLogException(file, check.clean() ? check.validEnd() : check.badOffset(),
+                check.clean() ? "snapshot has no end record" : check.problem());
+        }
+        long[] pos = snapshotPosition(file);
+        CompletableFuture<Path> running;
+        synchronized (snapshotMonitor) {
+            running = snapshotInFlight;
+        }
+        if (running != null) {
+            // Let it finish first: its clean-up must not run after this one's.
+            running.exceptionally(t -> null).join();
+        }
+        synchronized (snapshotMonitor) {
+            Lock[] all = lockAll();
+            try {
+                keyspace.applyFlush();
+                for (String name : new ArrayList<>(documents.collections.keySet())) {
+                    documents.applyDrop(name);
+                }
+                FrameScanner.scan(file, LogDescriptor.SNAPSHOT_MAGIC, (payload, off) -> applyFrame(payload));
+                long base = log.rotate();
+                Files.move(file, dir.resolve(LogDescriptor.snapshotName(base)), StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
+                LogWriter.syncDirectory(dir);
+                for (Path p : listSorted(dir, false)) {
+                    if (LogDescriptor.segmentId(p) < base) {
+                        Files.deleteIfExists(p);
+                    }
+                }
+                for (Path p : listSorted(dir, true)) {
+                    if (LogDescriptor.snapshotId(p) < base) {
+                        Files.deleteIfExists(p);
+                    }
+                }
+                LogWriter.syncDirectory(dir);
+                log.resetPosition(pos[0], pos[1]);
+                bytesSinceSnapshot.set(0);
+                lastSnapshotMillis = System.currentTimeMillis();
+            } finally {
+                unlockAll(all);
+            }
+        }
+        LOG.info("installed snapshot at position ({}, {}) from another member", pos[0], pos[1]);
+    }
+
+    /**
+     * Keeps frames that this member logged but the set's primary does not have (a deposed primary's unreplicated
+     * tail) in {@code <dataDir>/rollback/rollback-<millis>.rlog}, in the log's own format (check-log reads it).
+     * Returns the file, or null when there is nothing to keep.
+     */
+    public Path writeRollback(List<Oplog.Entry> entries) throws IOException {
+        if (entries.isEmpty()) {
+            return null;
+        }
+        Path rollbackDir = dir.resolve("rollback");
+        Files.createDirectories(rollbackDir);
+        Path file = rollbackDir.resolve("rollback-" + System.currentTimeMillis() + ".rlog");
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            long at = 0;
+            LogWriter.writeFully(ch, ByteBuffer.wrap(LogDescriptor.SEGMENT_MAGIC), at);
+            at += LogDescriptor.MAGIC_LENGTH;
+            for (Oplog.Entry e : entries) {
+                LogWriter.writeFully(ch, ByteBuffer.wrap(e.frame()), at);
+                at += e.frame().length;
+            }
+            ch.force(true);
+        }
+        LogWriter.syncDirectory(rollbackDir);
+        LOG.warn("rolled back {} records ({}..{}) that the primary does not have: kept in {}", entries.size(),
+            entries.getFirst().index(), entries.getLast().index(), file);
+        return file;
+    }
+
+    // =====================================================================================================
     // Active expiry
     // =====================================================================================================
 
     /** Visits a bounded number of shards that hold keys with a TTL and deletes the expired ones (logged). */
     private void expiryTick() {
+        if (!writesAllowed) {
+            return;
+        }
         try {
             long deadline = System.nanoTime() + 25_000_000L;
             int visited = 0;

@@ -28,6 +28,8 @@ public final class StoreConfig implements Cloneable {
     private int maxDocumentBytes = DEFAULT_MAX_DOCUMENT_BYTES;
     private long snapshotLogBytes = DEFAULT_SNAPSHOT_LOG_BYTES;
     private boolean activeExpiry = true;
+    private boolean replicaSetMember;
+    private long oplogWindowBytes = -1;
     private BlobConfig blobs = new BlobConfig();
     private boolean concluded;
 
@@ -116,6 +118,34 @@ public final class StoreConfig implements Cloneable {
         }
         concluded = true;
         return this;
+    }
+
+    /**
+     * A member of a replica set: the store opens refusing client writes (until {@link Store#allowWrites} says it is
+     * the primary), runs no expiry of its own (the primary decides and its deletes arrive as records), and logs
+     * nothing during recovery (every record comes from a primary, so positions stay the set's). Default false.
+     */
+    public StoreConfig replicaSetMember(boolean member) {
+        this.replicaSetMember = member;
+        return this;
+    }
+
+    public boolean replicaSetMember() {
+        return replicaSetMember;
+    }
+
+    /**
+     * Bytes of recent log frames kept in memory as the oplog window that secondaries read from (a secondary further
+     * behind resynchronises from a snapshot). Default: 64 MiB for a replica-set member, 0 (only the position is
+     * tracked) otherwise.
+     */
+    public StoreConfig oplogWindowBytes(long bytes) {
+        this.oplogWindowBytes = bytes;
+        return this;
+    }
+
+    public long oplogWindowBytes() {
+        return oplogWindowBytes >= 0 ? oplogWindowBytes : replicaSetMember ? 64L * 1024 * 1024 : 0;
     }
 
     /** Whether {@link #conclude()} has passed since the last change. */

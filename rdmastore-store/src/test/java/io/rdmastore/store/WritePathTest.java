@@ -22,25 +22,38 @@ class WritePathTest {
     @TempDir
     Path dir;
 
-    private static ByteBuffer frameOf(int payloadBytes, byte fill) {
-        byte[] p = new byte[payloadBytes];
-        Arrays.fill(p, fill);
-        return ByteBuffer.wrap(p);
+    /** A frame whose payload is a DELETE of a key of {@code keyBytes} bytes of {@code fill}, then its position. */
+    private static FrameBuilder frameOf(int keyBytes, byte fill) {
+        byte[] k = new byte[keyBytes];
+        Arrays.fill(k, fill);
+        FrameBuilder f = new FrameBuilder();
+        f.op(LogDescriptor.OP_DELETE).putBytes(k);
+        return f;
+    }
+
+    /** Bytes a {@link #frameOf} frame takes in the log. */
+    private static int frameBytes(int keyBytes) {
+        return LogDescriptor.HEADER_LENGTH + 1 + 4 + keyBytes + LogDescriptor.POSITION_OP_LENGTH;
+    }
+
+    private static long append(LogWriter w, FrameBuilder f) {
+        return w.append(f, f.sealPositioned());
     }
 
     @Test
     @Timeout(20)
     void bufferedFramesReachTheFileWithinTheWriteBehindIntervalWithoutAnyFsync() throws Exception {
-        try (LogWriter w = new LogWriter(dir, 1, 0)) {
+        try (LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0))) {
             Path file = dir.resolve(LogDescriptor.segmentName(1));
             long before = Files.size(file);
-            long ticket = w.append(frameOf(100, (byte) 7));
-            assertEquals(100, ticket);
+            long ticket = append(w, frameOf(100, (byte) 7));
+            int n = frameBytes(100);
+            assertEquals(n, ticket);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
-            while (Files.size(file) < before + 100 && System.nanoTime() < deadline) {
+            while (Files.size(file) < before + n && System.nanoTime() < deadline) {
                 Thread.sleep(1);
             }
-            assertEquals(before + 100, Files.size(file), "the write-behind thread did not write the batch within 1 s");
+            assertEquals(before + n, Files.size(file), "the write-behind thread did not write the batch within 1 s");
             assertTrue(w.dirty(), "written to the OS is not fsynced");
             w.force();
             assertTrue(!w.dirty());
@@ -52,30 +65,32 @@ class WritePathTest {
     void framesLargerThanTheBufferKeepAppendOrder() throws Exception {
         int small = 1000;
         int big = LogWriter.BUFFER_BYTES + 10;
-        try (LogWriter w = new LogWriter(dir, 1, 0)) {
-            w.append(frameOf(small, (byte) 1));
-            w.append(frameOf(big, (byte) 2));
-            long t = w.append(frameOf(small, (byte) 3));
-            assertEquals(2L * small + big, t);
+        try (LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0))) {
+            append(w, frameOf(small, (byte) 1));
+            append(w, frameOf(big, (byte) 2));
+            long t = append(w, frameOf(small, (byte) 3));
+            assertEquals(2L * frameBytes(small) + frameBytes(big), t);
+            assertEquals(3, w.lastIndex(), "each frame takes the next oplog index");
             w.syncTo(t);
         }
         byte[] all = Files.readAllBytes(dir.resolve(LogDescriptor.segmentName(1)));
         int m = LogDescriptor.MAGIC_LENGTH;
-        assertEquals(m + 2 * small + big, all.length);
-        assertEquals(1, all[m]);
-        assertEquals(1, all[m + small - 1]);
-        assertEquals(2, all[m + small]);
-        assertEquals(2, all[m + small + big - 1]);
-        assertEquals(3, all[m + small + big]);
-        assertEquals(3, all[all.length - 1]);
+        int key = LogDescriptor.HEADER_LENGTH + 5;
+        assertEquals(m + 2 * frameBytes(small) + frameBytes(big), all.length);
+        assertEquals(1, all[m + key]);
+        assertEquals(1, all[m + key + small - 1]);
+        assertEquals(2, all[m + frameBytes(small) + key]);
+        assertEquals(2, all[m + frameBytes(small) + key + big - 1]);
+        assertEquals(3, all[m + frameBytes(small) + frameBytes(big) + key]);
+        assertEquals(3, all[all.length - 1 - LogDescriptor.POSITION_OP_LENGTH]);
     }
 
     @Test
     @Timeout(20)
     void appendAfterCloseFailsClearly() throws Exception {
-        LogWriter w = new LogWriter(dir, 1, 0);
+        LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0));
         w.close();
-        StoreException e = assertThrows(StoreException.class, () -> w.append(frameOf(10, (byte) 1)));
+        StoreException e = assertThrows(StoreException.class, () -> append(w, frameOf(10, (byte) 1)));
         assertTrue(e.getMessage().contains("closed"), e.getMessage());
     }
 
