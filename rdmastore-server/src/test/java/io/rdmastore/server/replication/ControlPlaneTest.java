@@ -1,0 +1,369 @@
+package io.rdmastore.server.replication;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.rdmastore.server.replication.ControlPlane.Member;
+import io.rdmastore.server.replication.ControlPlane.Primary;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three control planes in one JVM on loopback: election, failover, rejoin on kept and on wiped storage, primary
+ * announcements, membership changes, and a leader that loses its majority stepping down.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class ControlPlaneTest {
+    private static final Duration AGREE = Duration.ofSeconds(20);
+
+    @TempDir
+    Path dir;
+
+    private final List<Member> members = new ArrayList<>();
+    private final Map<String, ControlPlane> planes = new ConcurrentHashMap<>();
+    private final Map<String, Recorder> recorders = new ConcurrentHashMap<>();
+    private String setName;
+
+    /** What a member's listener saw, with the time it saw it. */
+    static final class Recorder implements ControlPlane.Listener {
+        record Change(String leaderId, long term, long nanos) {}
+
+        final List<Change> changes = new CopyOnWriteArrayList<>();
+        final List<List<Member>> memberLists = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void leaderChanged(String leaderId, long term) {
+            changes.add(new Change(leaderId, term, System.nanoTime()));
+        }
+
+        @Override
+        public void membersChanged(List<Member> list) {
+            memberLists.add(list);
+        }
+
+        Change last() {
+            return changes.isEmpty() ? null : changes.get(changes.size() - 1);
+        }
+    }
+
+    @BeforeEach
+    void threeMembers(org.junit.jupiter.api.TestInfo info) throws IOException {
+        setName = "rs-" + info.getTestMethod().orElseThrow().getName();
+        for (String id : List.of("a", "b", "c")) {
+            members.add(newMember(id));
+        }
+        for (Member m : members) {
+            start(m.id());
+        }
+    }
+
+    @AfterEach
+    void closeAll() {
+        planes.values().forEach(ControlPlane::close);
+    }
+
+    @Test
+    void electsOneLeaderOnWhichAllAgree() {
+        final String leader = awaitAgreedLeader(planes.values());
+        final long term = planes.get(leader).term();
+        assertTrue(term > 0, "term " + term);
+        for (ControlPlane p : planes.values()) {
+            assertEquals(Optional.of(leader), p.leaderId(), p.describe());
+            assertEquals(term, p.term(), p.describe());
+            assertEquals(p.selfId().equals(leader), p.isLeader(), p.describe());
+            // Every listener has heard of this leader in this term.
+            final Recorder.Change last = recorders.get(p.selfId()).last();
+            awaitTrue(() -> leader.equals(recorders.get(p.selfId()).last().leaderId()), "listener of " + p.selfId()
+                + " told of " + leader + "; last told " + last);
+        }
+        // The first leader records the initial member list with data ports; every member applies it.
+        awaitTrue(() -> planes.values().stream().allMatch(p -> sorted(p.members()).equals(sorted(members))),
+            "members agreed");
+    }
+
+    @Test
+    void closingTheLeaderElectsAnotherWithinTwoSecondsAndTheOldLeaderRejoins() throws Exception {
+        final String first = awaitAgreedLeader(planes.values());
+        final long firstTerm = planes.get(first).term();
+        planes.get(first).announcePrimary(first, firstTerm).get(10, TimeUnit.SECONDS);
+
+        final long closedAt = System.nanoTime();
+        planes.remove(first).close();
+        final long closeReturnedAt = System.nanoTime();
+        final List<ControlPlane> survivors = List.copyOf(planes.values());
+        final long deadline = closedAt + Duration.ofSeconds(2).toNanos();
+        String second = null;
+        while (System.nanoTime() < deadline) {
+            second = agreedLeader(survivors);
+            if (second != null) {
+                break;
+            }
+            Thread.sleep(2);
+        }
+        final long electedAt = System.nanoTime();
+        System.out.printf("control plane failover: leader %s closed, %s leads after %.0f ms (close() itself took %.0f ms)%n",
+            first, second, (electedAt - closedAt) / 1e6, (closeReturnedAt - closedAt) / 1e6);
+        assertTrue(second != null, "no new leader within 2 s of closing " + first + ": "
+            + survivors.stream().map(ControlPlane::describe).toList());
+        assertFalse(second.equals(first));
+        final String newLeader = second;
+        final long secondTerm = planes.get(second).term();
+        assertTrue(secondTerm > firstTerm, "term " + secondTerm + " after " + firstTerm);
+        for (ControlPlane p : survivors) {
+            final String expected = newLeader;
+            awaitTrue(() -> {
+                final Recorder.Change c = recorders.get(p.selfId()).last();
+                return c != null && expected.equals(c.leaderId()) && c.term() == secondTerm;
+            }, "listener of " + p.selfId() + " told of the new leader");
+            final boolean sawOld = recorders.get(p.selfId()).changes.stream().anyMatch(c -> first.equals(c.leaderId()));
+            assertTrue(sawOld, "listener of " + p.selfId() + " had reported the old leader too");
+        }
+
+        // The old leader restarts on its storage: it replays its log (primary, members) and follows the new leader.
+        final ControlPlane back = start(first);
+        awaitTrue(() -> Optional.of(planes.get(newLeader).leaderId().orElse("?")).equals(back.leaderId())
+            && back.term() >= secondTerm, "restarted " + first + " sees leader " + newLeader);
+        assertFalse(back.isLeader());
+        awaitTrue(() -> back.primary().equals(Optional.of(new Primary(first, firstTerm))), "primary survived restart");
+        assertEquals(sorted(members), sorted(back.members()));
+    }
+
+    @Test
+    void aMemberWithWipedStorageRejoinsAndCatchesUp() throws Exception {
+        final String leader = awaitAgreedLeader(planes.values());
+        final long term = planes.get(leader).term();
+        planes.get(leader).announcePrimary(leader, term).get(10, TimeUnit.SECONDS);
+        final String follower = members.stream().map(Member::id).filter(id -> !id.equals(leader)).findFirst()
+            .orElseThrow();
+        planes.remove(follower).close();
+        deleteTree(dir.resolve(follower));
+
+        final ControlPlane wiped = start(follower);
+        awaitTrue(() -> wiped.leaderId().isPresent() && wiped.term() >= term, "wiped " + follower + " sees a leader");
+        awaitTrue(() -> wiped.primary().equals(Optional.of(new Primary(leader, term))),
+            "wiped member caught up with the primary announcement: " + wiped.describe() + " " + wiped.primary());
+        awaitTrue(() -> sorted(wiped.members()).equals(sorted(members)), "wiped member has the member list");
+        // It is a voting member again: with the other follower gone, the set still commits.
+        final String other = members.stream().map(Member::id).filter(id -> !id.equals(leader) && !id.equals(follower))
+            .findFirst().orElseThrow();
+        planes.remove(other).close();
+        final ControlPlane lead = planes.get(awaitAgreedLeader(planes.values()));
+        lead.announcePrimary(lead.selfId(), lead.term()).get(10, TimeUnit.SECONDS);
+        awaitTrue(() -> wiped.primary().map(Primary::id).equals(Optional.of(lead.selfId())), "committed with the wiped member");
+    }
+
+    @Test
+    void announcePrimaryIsVisibleOnAllMembersAndTermsOnlyMoveForward() throws Exception {
+        final String leader = awaitAgreedLeader(planes.values());
+        final ControlPlane lead = planes.get(leader);
+        final long term = lead.term();
+        lead.announcePrimary(leader, term).get(10, TimeUnit.SECONDS);
+        assertEquals(Optional.of(new Primary(leader, term)), lead.primary());
+        awaitTrue(() -> planes.values().stream().allMatch(p -> p.primary().equals(Optional.of(new Primary(leader, term)))),
+            "primary visible on all members");
+
+        // Announcing again is harmless; another id in the same term, or an older term, is refused.
+        lead.announcePrimary(leader, term).get(10, TimeUnit.SECONDS);
+        final String other = members.stream().map(Member::id).filter(id -> !id.equals(leader)).findFirst().orElseThrow();
+        final ExecutionException sameTerm = assertThrows(ExecutionException.class,
+            () -> lead.announcePrimary(other, term).get(10, TimeUnit.SECONDS));
+        assertInstanceOf(IllegalStateException.class, sameTerm.getCause(), sameTerm.toString());
+        assertThrows(ExecutionException.class, () -> lead.announcePrimary(leader, term - 1).get(10, TimeUnit.SECONDS));
+        assertEquals(Optional.of(new Primary(leader, term)), lead.primary());
+
+        // A follower cannot announce.
+        final ExecutionException notLeader = assertThrows(ExecutionException.class,
+            () -> planes.get(other).announcePrimary(other, term + 1).get(10, TimeUnit.SECONDS));
+        assertInstanceOf(IllegalStateException.class, notLeader.getCause());
+    }
+
+    @Test
+    void addsAFourthMemberAndRemovesIt() throws Exception {
+        final String leader = awaitAgreedLeader(planes.values());
+        awaitTrue(() -> planes.values().stream().allMatch(p -> sorted(p.members()).equals(sorted(members))),
+            "initial members recorded");
+        final Member d = newMember("d");
+        final Recorder dRecorder = new Recorder();
+        recorders.put("d", dRecorder);
+        final ControlPlane dPlane = ControlPlane.join(setName, d, dir.resolve("d"), dRecorder, config());
+        planes.put("d", dPlane);
+
+        // Any member may ask; the request goes to the leader.
+        final String follower = members.stream().map(Member::id).filter(id -> !id.equals(leader)).findFirst()
+            .orElseThrow();
+        planes.get(follower).addMember(d).get(30, TimeUnit.SECONDS);
+        final List<Member> four = sorted(Stream.concat(members.stream(), Stream.of(d)).toList());
+        awaitTrue(() -> planes.values().stream().allMatch(p -> sorted(p.members()).equals(four)),
+            "all four members know all four");
+        awaitTrue(() -> dPlane.leaderId().equals(Optional.of(leader)), "d follows " + leader);
+        assertTrue(dRecorder.memberLists.stream().anyMatch(l -> sorted(l).equals(four)), "d's listener heard of four");
+        final Member dRecorded = dPlane.members().stream().filter(m -> m.id().equals("d")).findFirst().orElseThrow();
+        assertEquals(d.dataPort(), dRecorded.dataPort());
+
+        // d votes: with one of the original three closed, a commit needs three of four, so d must take part.
+        final String closedOne = members.stream().map(Member::id).filter(id -> !id.equals(leader)).findFirst()
+            .orElseThrow();
+        planes.remove(closedOne).close();
+        final ControlPlane lead = planes.get(leader);
+        lead.announcePrimary(leader, lead.term()).get(10, TimeUnit.SECONDS);
+        awaitTrue(() -> dPlane.primary().map(Primary::id).equals(Optional.of(leader)), "d applied the announcement");
+        start(closedOne);
+
+        lead.removeMember("d").get(30, TimeUnit.SECONDS);
+        awaitTrue(() -> planes.entrySet().stream().filter(e -> !e.getKey().equals("d"))
+            .allMatch(e -> sorted(e.getValue().members()).equals(sorted(members))), "d removed everywhere");
+        planes.remove("d").close();
+        // The three commit without d.
+        final ControlPlane lead2 = planes.get(awaitAgreedLeader(planes.values()));
+        lead2.announcePrimary(lead2.selfId(), lead2.term()).get(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void aLeaderThatLosesItsMajorityStepsDownWithinASecond() throws Exception {
+        final String leader = awaitAgreedLeader(planes.values());
+        final ControlPlane lead = planes.get(leader);
+        for (Member m : members) {
+            if (!m.id().equals(leader)) {
+                planes.remove(m.id()).close();
+            }
+        }
+        final long cutAt = System.nanoTime();
+        final Recorder rec = recorders.get(leader);
+        final long deadline = cutAt + Duration.ofSeconds(3).toNanos();
+        while (lead.isLeader() && System.nanoTime() < deadline) {
+            Thread.sleep(2);
+        }
+        final long steppedDownAt = System.nanoTime();
+        System.out.printf("control plane step-down: leader %s alone, stepped down after %.0f ms%n", leader,
+            (steppedDownAt - cutAt) / 1e6);
+        assertFalse(lead.isLeader(), lead.describe());
+        assertTrue(steppedDownAt - cutAt < Duration.ofMillis(1000).toNanos(),
+            "stepped down after " + (steppedDownAt - cutAt) / 1_000_000 + " ms");
+        awaitTrue(() -> rec.last() != null && !leader.equals(rec.last().leaderId()),
+            "listener told that " + leader + " no longer leads");
+        assertTrue(lead.leaderId().isEmpty() || !lead.leaderId().get().equals(leader));
+    }
+
+    @Test
+    void configIsValidatedOnce() {
+        assertThrows(IllegalArgumentException.class, () -> new ControlConfig()
+            .electionTimeoutMin(Duration.ofMillis(300)).electionTimeoutMax(Duration.ofMillis(300)).conclude());
+        assertThrows(IllegalArgumentException.class, () -> new ControlConfig()
+            .rpcRequestTimeout(Duration.ofMillis(200)).conclude());
+        assertThrows(IllegalArgumentException.class, () -> new Member("x", "127.0.0.1", 60_000));
+        assertEquals(17_379, new Member("x", "127.0.0.1", 7379).raftPort());
+        assertThrows(IllegalArgumentException.class, () -> ControlPlane.start(setName, "zz", members,
+            dir.resolve("zz"), new Recorder(), config()));
+    }
+
+    // ---- helpers ----
+
+    private Member newMember(String id) throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            final int raftPort = s.getLocalPort();
+            return new Member(id, "127.0.0.1", 7000 + id.charAt(0), raftPort);
+        }
+    }
+
+    private static ControlConfig config() {
+        return new ControlConfig();
+    }
+
+    private ControlPlane start(String id) throws IOException {
+        final Recorder recorder = new Recorder();
+        recorders.put(id, recorder);
+        final ControlPlane plane = ControlPlane.start(setName, id, members, dir.resolve(id), recorder, config());
+        planes.put(id, plane);
+        return plane;
+    }
+
+    /** The leader every given member names, with that member being leader, or null. */
+    private static String agreedLeader(Iterable<ControlPlane> group) {
+        String leader = null;
+        long term = -1;
+        for (ControlPlane p : group) {
+            final Optional<String> l = p.leaderId();
+            if (l.isEmpty() || leader != null && (!leader.equals(l.get()) || term != p.term())) {
+                return null;
+            }
+            leader = l.get();
+            term = p.term();
+        }
+        for (ControlPlane p : group) {
+            if (p.selfId().equals(leader)) {
+                return p.isLeader() ? leader : null;
+            }
+        }
+        return null;
+    }
+
+    private static String awaitAgreedLeader(Iterable<ControlPlane> group) {
+        final long deadline = System.nanoTime() + AGREE.toNanos();
+        while (System.nanoTime() < deadline) {
+            final String leader = agreedLeader(group);
+            if (leader != null) {
+                return leader;
+            }
+            sleep();
+        }
+        final List<String> views = new ArrayList<>();
+        group.forEach(p -> views.add(p.describe()));
+        return fail("no agreed leader within " + AGREE + ": " + views);
+    }
+
+    private static void awaitTrue(BooleanSupplier condition, String what) {
+        final long deadline = System.nanoTime() + AGREE.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (condition.getAsBoolean()) {
+                return;
+            }
+            sleep();
+        }
+        fail("not within " + AGREE + ": " + what);
+    }
+
+    private static void sleep() {
+        try {
+            Thread.sleep(10);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    private static List<Member> sorted(List<Member> list) {
+        return list.stream().sorted(Comparator.comparing(Member::id)).toList();
+    }
+
+    private static void deleteTree(Path root) throws IOException {
+        try (Stream<Path> walk = Files.walk(root)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
+    }
+}
