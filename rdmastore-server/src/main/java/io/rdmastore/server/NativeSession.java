@@ -4,6 +4,7 @@ import io.rdmastore.client.protocol.ProtocolDescriptor;
 import io.rdmastore.client.protocol.ProtocolException;
 import io.rdmastore.client.protocol.WireReader;
 import io.rdmastore.client.protocol.WireWriter;
+import io.rdmastore.server.replication.ReplicaSet;
 import io.rdmastore.store.SetOptions;
 import io.rdmastore.store.SetResult;
 import io.rdmastore.store.Store;
@@ -86,6 +87,8 @@ final class NativeSession implements MessageHandler {
     private boolean retryScheduled;
     private int retryDelayMicros;
     private volatile boolean closed;
+    /** Oplog index of this connection's last write: what a WAIT waits for. Transport thread only. */
+    private long lastWriteIndex;
 
     /** A reply that could not be offered yet; {@code bytes} is null until a deferred reply is ready. */
     private static final class PendingReply {
@@ -133,7 +136,12 @@ final class NativeSession implements MessageHandler {
                     + " bytes (max-request-bytes)");
             } else {
                 reader.wrap(message, ProtocolDescriptor.HEADER_LENGTH);
+                long before = Store.lastCommitIndex();
                 execute(opcode, id, reader, w);
+                long after = Store.lastCommitIndex();
+                if (after != before) {
+                    lastWriteIndex = after;
+                }
             }
         } catch (WireReader.LimitException e) {
             error(id, "ERR " + e.getMessage());
@@ -331,9 +339,111 @@ final class NativeSession implements MessageHandler {
             case ProtocolDescriptor.BLOB_GET_DONE -> server.blobs().getDone(this, r, w);
             case ProtocolDescriptor.BLOB_PUT -> server.blobs().put(this, id, r, w);
             case ProtocolDescriptor.BLOB_DEL -> server.blobs().delete(r, w);
+            case ProtocolDescriptor.ROLE -> {
+                r.end();
+                role(w);
+            }
+            case ProtocolDescriptor.WAIT -> {
+                int replicas = r.i32("numReplicas");
+                long timeout = r.i64("timeoutMillis");
+                r.end();
+                if (timeout <= 0) {
+                    throw new ProtocolException("timeout must be positive, was " + timeout);
+                }
+                awaitReplication(id, replicas, timeout, false);
+            }
+            case ProtocolDescriptor.READ_FENCE -> {
+                long timeout = r.i64("timeoutMillis");
+                r.end();
+                if (timeout <= 0) {
+                    throw new ProtocolException("timeout must be positive, was " + timeout);
+                }
+                awaitReplication(id, 0, timeout, true);
+            }
+            case ProtocolDescriptor.REPL_PREPARE, ProtocolDescriptor.REPL_FETCH, ProtocolDescriptor.REPL_SNAPSHOT,
+                ProtocolDescriptor.REPL_READ, ProtocolDescriptor.REPL_TERMS -> replication(opcode, id, r, w);
             default -> error(id, "ERR unknown opcode " + String.format("0x%02x", opcode)
                 + " (this server speaks native protocol version " + ProtocolDescriptor.VERSION + ")");
         }
+    }
+
+    // ---- replica sets ----
+
+    private final ReplicaSet.Replier replier = new ReplicaSet.Replier() {
+        @Override
+        public Object defer() {
+            return deferReply();
+        }
+
+        @Override
+        public void complete(Object placeholder, byte[] reply) {
+            completeDeferred(placeholder, reply);
+        }
+
+        @Override
+        public String transportName() {
+            return connection.transportName();
+        }
+    };
+
+    private void replication(int opcode, long id, WireReader r, WireWriter w) {
+        ReplicaSet rs = server.replicaSet();
+        if (rs == null) {
+            error(id, "ERR this server is not a member of a replica set");
+            return;
+        }
+        byte[] reply = rs.handle(opcode, id, r, replier);
+        if (reply != null) {
+            w.reset().raw(reply);
+        }
+    }
+
+    /** ROLE: this member's role, the term, and where the primary is (a standalone server says so). */
+    private void role(WireWriter w) {
+        ReplicaSet rs = server.replicaSet();
+        if (rs == null) {
+            w.u8(0).i64(0).string("").string("").string("").string("").i32(0);
+            return;
+        }
+        int role = switch (rs.role()) {
+            case PRIMARY -> 1;
+            case SECONDARY -> rs.primaryId() == null ? 3 : 2;
+            default -> 3;
+        };
+        String primary = rs.primaryId();
+        w.u8(role).i64(rs.term()).string(rs.setName()).string(rs.nodeId()).string(primary == null ? "" : primary)
+            .string(rs.primaryAddress());
+        w.i32(rs.members().size());
+        for (var m : rs.members().entrySet()) {
+            w.string(m.getKey()).string(m.getValue().getHostString() + ":" + m.getValue().getPort());
+        }
+    }
+
+    /** WAIT and READ_FENCE: the reply keeps its place in the reply order and is given when the set answers. */
+    private void awaitReplication(long id, int replicas, long timeoutMillis, boolean fence) {
+        ReplicaSet rs = server.replicaSet();
+        if (rs == null) {
+            if (!fence) {
+                writer.i64(0);
+            }
+            return;
+        }
+        Object placeholder = deferReply();
+        var f = fence ? rs.confirmPrimary(timeoutMillis) : rs.awaitReplicas(lastWriteIndex, replicas, timeoutMillis);
+        f.whenComplete((count, err) -> {
+            WireWriter out = new WireWriter(128);
+            if (err == null) {
+                out.header(ProtocolDescriptor.STATUS_OK, id);
+                if (!fence) {
+                    out.i64(count);
+                }
+            } else {
+                Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                    ? err.getCause() : err;
+                out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(String.valueOf(cause.getMessage()));
+            }
+            completeDeferred(placeholder, out.toByteArray());
+        });
     }
 
     private byte[] key(WireReader r) {

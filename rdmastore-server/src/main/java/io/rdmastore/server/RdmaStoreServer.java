@@ -3,6 +3,8 @@ package io.rdmastore.server;
 import io.rdmastore.client.protocol.ProtocolDescriptor;
 import io.rdmastore.client.protocol.WireWriter;
 import io.rdmastore.server.resp.RespFace;
+import io.rdmastore.server.replication.ReplicaSet;
+import io.rdmastore.server.replication.ReplicaSetConfig;
 import io.rdmastore.store.FsyncPolicy;
 import io.rdmastore.store.RecoveryReport;
 import io.rdmastore.store.Store;
@@ -73,6 +75,7 @@ public final class RdmaStoreServer implements AutoCloseable {
     private Network network;
     private Listener listener;
     private RespFace resp;
+    private ReplicaSet replicaSet;
     private volatile int port;
     private volatile boolean closed;
     private boolean started;
@@ -161,6 +164,14 @@ public final class RdmaStoreServer implements AutoCloseable {
         LOG.info("listening on {}:{} (native protocol v{}{}), password {}", config.bind(), port,
             ProtocolDescriptor.VERSION, resp != null ? " and RESP" : "", config.password() != null ? "required"
                 : "not set");
+        if (config.replicaSet() != null) {
+            replicaSet = new ReplicaSet(store, config.replicaSet(), dir, config.password());
+            try {
+                replicaSet.start();
+            } catch (java.io.IOException e) {
+                throw new IllegalStateException("cannot start the replica set member: " + e.getMessage(), e);
+            }
+        }
     }
 
     /** A missing or broken UCX is a reason to serve TCP only, never to fail (unless UCX was required). */
@@ -291,6 +302,11 @@ public final class RdmaStoreServer implements AutoCloseable {
     }
 
     /** The store; for tests and embedding. */
+    /** This server's replica-set membership, or null when it runs standalone. */
+    public ReplicaSet replicaSet() {
+        return replicaSet;
+    }
+
     public Store store() {
         return store;
     }
@@ -464,6 +480,9 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (listener != null) {
             quietly("listener", listener::close);
         }
+        if (replicaSet != null) {
+            quietly("replica set", replicaSet::close);
+        }
         for (NativeSession s : sessions.keySet()) {
             quietly("connection", s.connection()::close);
         }
@@ -521,7 +540,8 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("rdmastore: " + e.getMessage());
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
-                + " [--ucx-idle backoff|spin|yield] [--no-resp] [--timing]");
+                + " [--ucx-idle backoff|spin|yield] [--no-resp] [--timing] [--replica-set NAME --node-id ID"
+                + " --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N]]");
             System.exit(2);
             return;
         }
@@ -539,8 +559,16 @@ public final class RdmaStoreServer implements AutoCloseable {
         server.awaitClose();
     }
 
+    private static ReplicaSetConfig replicaSet(ServerConfig c) {
+        if (c.replicaSet() == null) {
+            c.replicaSet(new ReplicaSetConfig());
+        }
+        return c.replicaSet();
+    }
+
     static ServerConfig parseArgs(String[] args) {
         ServerConfig c = new ServerConfig();
+        int raftPort = 0;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--no-resp")) {
@@ -565,11 +593,22 @@ public final class RdmaStoreServer implements AutoCloseable {
                     case "--password" -> c.password(v);
                     case "--maxclients" -> c.maxConnections(Integer.parseInt(v));
                     case "--ucx-idle" -> c.ucxIdleStrategy(v);
+                    case "--replica-set" -> replicaSet(c).setName(v);
+                    case "--node-id" -> replicaSet(c).nodeId(v);
+                    case "--members" -> replicaSet(c).members(v);
+                    case "--replica-set-key" -> replicaSet(c).key(v);
+                    case "--raft-port" -> raftPort = Integer.parseInt(v);
                     default -> throw new IllegalArgumentException("unknown option " + a);
                 }
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException("option " + a + " needs a number, got '" + v + "'", e);
             }
+        }
+        if (c.replicaSet() != null) {
+            if (raftPort > 0) {
+                c.replicaSet().raftPort(c.replicaSet().nodeId(), raftPort);
+            }
+            c.replicaSet().conclude();
         }
         return c.conclude();
     }

@@ -34,6 +34,7 @@ public final class ServerConfig {
     private long snapshotLogBytes = StoreConfig.DEFAULT_SNAPSHOT_LOG_BYTES;
     private boolean resp = true;
     private boolean timing;
+    private io.rdmastore.server.replication.ReplicaSetConfig replicaSet;
     private io.rdmastore.store.blob.BlobConfig blobConfig = new io.rdmastore.store.blob.BlobConfig();
     private Duration blobLeaseTimeout = Duration.ofSeconds(60);
 
@@ -175,6 +176,16 @@ public final class ServerConfig {
         return this;
     }
 
+    /** Makes this server a member of a replica set (docs/replication.md); null (the default) runs it standalone. */
+    public ServerConfig replicaSet(io.rdmastore.server.replication.ReplicaSetConfig value) {
+        replicaSet = value;
+        return this;
+    }
+
+    public io.rdmastore.server.replication.ReplicaSetConfig replicaSet() {
+        return replicaSet;
+    }
+
     public String bind() {
         return bind;
     }
@@ -296,13 +307,14 @@ public final class ServerConfig {
     StoreConfig storeConfig() {
         return new StoreConfig().dataDir(dataDir).fsync(fsync).maxKeyBytes(maxKeyBytes).maxValueBytes(maxValueBytes)
             .maxDocumentBytes(maxDocumentBytes).snapshotLogBytes(snapshotLogBytes)
-            .blobs(blobConfig.clone().directory(dataDir.toAbsolutePath().resolve("blobs")));
+            .blobs(blobConfig.clone().directory(dataDir.toAbsolutePath().resolve("blobs")))
+            .replicaSetMember(replicaSet != null);
     }
 
     @Override
     public String toString() {
         return "bind=" + bind + " port=" + port + " dataDir=" + dataDir + " fsync=" + fsync + " transport=" + transport
             + " password=" + (password != null ? "set" : "none") + " maxConnections=" + maxConnections
-            + (timing ? " timing=on" : "");
+            + (timing ? " timing=on" : "") + (replicaSet != null ? " " + replicaSet : "");
     }
 }

@@ -96,6 +96,8 @@ public final class Store implements AutoCloseable {
     /** False on a secondary (and on a member between primaries): client writes are refused with the reason. */
     private volatile boolean writesAllowed;
     private volatile String readOnlyReason = "NOTPRIMARY no primary at the moment (election in progress)";
+    /** Told after every committed client write, once its locks are released (the primary wakes its secondaries). */
+    private volatile Runnable appendListener;
     /** Position of the last frame applied by recovery or a snapshot load (OP_POSITION). */
     private long replayTerm;
     private long replayIndex;
@@ -499,6 +501,10 @@ public final class Store implements AutoCloseable {
         }
         if (config.fsync() == FsyncPolicy.ALWAYS) {
             log.syncTo(ticket);
+        }
+        Runnable l = appendListener;
+        if (l != null) {
+            l.run();
         }
         maybeSnapshot();
     }
@@ -2258,6 +2264,14 @@ public final class Store implements AutoCloseable {
     public long[] lastPosition() {
         checkOpen();
         return log.lastPosition();
+    }
+
+    /**
+     * Called on the writer's thread after every committed write, with no store lock held (and after the fsync with
+     * {@link FsyncPolicy#ALWAYS}). Must be quick and must not write to the store. Null removes it.
+     */
+    public void appendListener(Runnable listener) {
+        this.appendListener = listener;
     }
 
     /** The oplog index of the last write this thread committed (0 if none): what a WAIT after it waits for. */

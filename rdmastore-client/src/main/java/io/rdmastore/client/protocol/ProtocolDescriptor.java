@@ -49,8 +49,24 @@ public final class ProtocolDescriptor {
     public static final byte BLOB_GET_DONE = 24;
     /** Delete a blob. */
     public static final byte BLOB_DEL = 25;
+    /** The member's role in its replica set and where the primary is (docs/replication.md). */
+    public static final byte ROLE = 26;
+    /** Wait until this connection's writes are on N secondaries, or (N = -1) on a majority of the set. */
+    public static final byte WAIT = 27;
+    /** Confirm with a majority that this member is still the primary: the read before it is then linearizable. */
+    public static final byte READ_FENCE = 28;
+    /** Between members: a new primary asks for a member's position and its promise to refuse older terms. */
+    public static final byte REPL_PREPARE = 30;
+    /** Between members: a secondary pulls oplog frames after its position and acknowledges what it holds. */
+    public static final byte REPL_FETCH = 31;
+    /** Between members: a snapshot for a member that must resynchronise. */
+    public static final byte REPL_SNAPSHOT = 32;
+    /** Between members: a chunk of a snapshot or a blob file. */
+    public static final byte REPL_READ = 33;
+    /** Between members: the terms of a range of oplog indexes, to find where two logs diverged. */
+    public static final byte REPL_TERMS = 34;
     /** One more than the highest opcode. */
-    public static final int OPCODE_LIMIT = 26;
+    public static final int OPCODE_LIMIT = 35;
 
     // ---- reply statuses ----
     /** Success; the body depends on the opcode. */
@@ -78,7 +94,8 @@ public final class ProtocolDescriptor {
     private static final String[] NAMES = {
         "0", "PING", "GET", "SET", "DEL", "EXISTS", "PEXPIRE", "PTTL", "INCRBY", "HSET", "HGET", "HGETALL", "HDEL",
         "MGET", "MSET", "DOC_INSERT", "DOC_FIND", "DOC_UPDATE", "DOC_DELETE", "DOC_COUNT", "INFO", "SNAPSHOT",
-        "BLOB_PUT", "BLOB_GET", "BLOB_GET_DONE", "BLOB_DEL"
+        "BLOB_PUT", "BLOB_GET", "BLOB_GET_DONE", "BLOB_DEL", "ROLE", "WAIT", "READ_FENCE", "0x1d", "REPL_PREPARE",
+        "REPL_FETCH", "REPL_SNAPSHOT", "REPL_READ", "REPL_TERMS"
     };
 
     private ProtocolDescriptor() {

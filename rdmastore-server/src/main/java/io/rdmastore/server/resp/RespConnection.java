@@ -6,6 +6,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.rdmastore.store.SetOptions;
+import io.rdmastore.store.ReadOnlyException;
 import io.rdmastore.store.StoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -380,6 +381,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         commandsInBatch++;
         try {
             face.commands.execute(this, argv, argc);
+        } catch (ReadOnlyException e) {
+            // A replica set's secondary: Redis's text, so clients (and Sentinel-aware ones) react as to a replica.
+            out().error("READONLY You can't write against a read only replica.");
         } catch (StoreException e) {
             out().error(errorText(e.getMessage()));
         } catch (RuntimeException e) {
