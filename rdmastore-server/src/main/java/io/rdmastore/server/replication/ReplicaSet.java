@@ -146,6 +146,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private final ExecutorService control;
     private final ExecutorService transfers;
     private final ScheduledExecutorService timers;
+    /** Connects to members ahead of need (a connection set-up can take a second; it must not hold up timers). */
+    private final ScheduledExecutorService warmer;
     private final Thread puller;
     private final AtomicLong transferIds = new AtomicLong(System.currentTimeMillis());
     private final Map<Long, Path> transferFiles = new ConcurrentHashMap<>();
@@ -175,6 +177,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         this.control = Executors.newSingleThreadExecutor(r -> daemon(r, "rdmastore-repl-control"));
         this.transfers = Executors.newSingleThreadExecutor(r -> daemon(r, "rdmastore-repl-transfer"));
         this.timers = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "rdmastore-repl-timer"));
+        this.warmer = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "rdmastore-repl-warm"));
         this.puller = daemon(this::pullLoop, "rdmastore-repl-pull");
     }
 
@@ -201,6 +204,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 config.raftPort(m.getKey())));
         }
         puller.start();
+        // Keep a warm connection to every member: an election's PREPARE must not wait for a connection set-up.
+        warmer.scheduleWithFixedDelay(this::warmPeers, 0, 1, TimeUnit.SECONDS);
         controlPlane = ControlPlane.start(config.setName(), config.nodeId(), members, dataDir.resolve("raft"), this,
             new ControlConfig());
         LOG.info("{}: control plane started (Ratis port {}), term accepted so far {}", config, config.raftPort(
@@ -232,6 +237,9 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         } else if (role == Role.PRIMARY || role == Role.CANDIDATE || role == Role.STARTING) {
             stepDown(newLeader == null ? "no primary at the moment (election in progress)"
                 : "the primary is now " + newLeader + " (term " + term + ")");
+        } else {
+            // Still a secondary: refused writes now name the new primary.
+            store.allowWrites(false, "NOTPRIMARY " + notPrimaryText());
         }
     }
 
@@ -782,6 +790,23 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
     }
 
+    private void warmPeers() {
+        for (String id : config.members().keySet()) {
+            if (closed || id.equals(config.nodeId())) {
+                continue;
+            }
+            try {
+                peer(id).call(ProtocolDescriptor.ROLE, w -> { }, (st, r) -> null, config.peerTimeout())
+                    .exceptionally(t -> {
+                        dropPeer(id);
+                        return null;
+                    });
+            } catch (RuntimeException e) {
+                dropPeer(id);
+            }
+        }
+    }
+
     private CompletableFuture<long[]> prepare(String id, long term) {
         return peer(id).call(ProtocolDescriptor.REPL_PREPARE, w -> w.string(config.key()).i64(term)
             .string(config.nodeId()), (st, r) -> {
@@ -1168,6 +1193,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         control.shutdownNow();
         transfers.shutdownNow();
         timers.shutdownNow();
+        warmer.shutdownNow();
         try {
             puller.join(2000);
         } catch (InterruptedException e) {

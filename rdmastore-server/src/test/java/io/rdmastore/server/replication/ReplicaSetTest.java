@@ -1,0 +1,280 @@
+package io.rdmastore.server.replication;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.rdmastore.client.ClientConfig;
+import io.rdmastore.client.PeerChannel;
+import io.rdmastore.client.RdmaStoreClient;
+import io.rdmastore.client.RdmaStoreServerException;
+import io.rdmastore.client.protocol.ProtocolDescriptor;
+import io.rdmastore.server.RdmaStoreServer;
+import io.rdmastore.server.ServerConfig;
+import io.rdmastore.store.FsyncPolicy;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Three members in one JVM on loopback: election, replication, WAIT, failover, rejoin, and a deposed primary's
+ * unreplicated writes rolled back into a file. The process-level fault tests (SIGKILL, SIGSTOP, wipes under load with
+ * a linearizability checker) are {@code ReplicaSetFaultTest}.
+ */
+class ReplicaSetTest {
+    @TempDir
+    Path dir;
+
+    private final RdmaStoreServer[] servers = new RdmaStoreServer[3];
+    private int[] ports;
+    private String members;
+
+    @AfterEach
+    void stopAll() {
+        for (RdmaStoreServer s : servers) {
+            if (s != null) {
+                s.close();
+            }
+        }
+    }
+
+    /** Ports p with p + 10000 free as well (Ratis's default). */
+    static int[] freePorts(int n) throws IOException {
+        int[] out = new int[n];
+        int found = 0;
+        while (found < n) {
+            try (ServerSocket a = new ServerSocket(0)) {
+                int p = a.getLocalPort();
+                if (p + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET > 65535) {
+                    continue;
+                }
+                try (ServerSocket b = new ServerSocket(p + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET)) {
+                    out[found++] = p;
+                } catch (IOException busy) {
+                    // try another
+                }
+            }
+        }
+        return out;
+    }
+
+    private void startAll(String transport) throws IOException {
+        ports = freePorts(3);
+        members = "n1=127.0.0.1:" + ports[0] + ",n2=127.0.0.1:" + ports[1] + ",n3=127.0.0.1:" + ports[2];
+        for (int i = 0; i < 3; i++) {
+            start(i, transport);
+        }
+    }
+
+    private void start(int i, String transport) {
+        ReplicaSetConfig rs = new ReplicaSetConfig().setName("rs0").nodeId("n" + (i + 1)).members(members)
+            .key("secret").peerTransport(transport);
+        servers[i] = new RdmaStoreServer(new ServerConfig().bind("127.0.0.1").port(ports[i])
+            .dataDir(dir.resolve("n" + (i + 1))).fsync(FsyncPolicy.EVERYSEC).transport(transport).resp(false)
+            .handshakeTimeout(Duration.ofSeconds(2)).replicaSet(rs)).start();
+    }
+
+    private static void await(String what, long millis, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("timed out after " + millis + " ms waiting until " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    private int primary() throws InterruptedException {
+        int[] found = {-1};
+        await("one member is primary", 15_000, () -> {
+            for (int i = 0; i < 3; i++) {
+                if (servers[i] != null && servers[i].replicaSet().role() == ReplicaSet.Role.PRIMARY) {
+                    found[0] = i;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return found[0];
+    }
+
+    private RdmaStoreClient client(int i, String transport) {
+        return RdmaStoreClient.builder().port(ports[i]).transport(transport).timeout(Duration.ofSeconds(5))
+            .connect();
+    }
+
+    private static byte[] b(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private String value(int member, String key) {
+        byte[] v = servers[member].store().get(b(key));
+        return v == null ? null : new String(v, StandardCharsets.UTF_8);
+    }
+
+    /** WAIT through a raw channel: the acknowledged count, or the server's error text. */
+    private static Object waitFor(PeerChannel ch, int replicas, long timeoutMillis) {
+        try {
+            return ch.await(ch.call(ProtocolDescriptor.WAIT, w -> w.i32(replicas).i64(timeoutMillis),
+                (st, r) -> r.i64("acked"), Duration.ofSeconds(10)), Duration.ofSeconds(10));
+        } catch (RdmaStoreServerException e) {
+            return e.getMessage();
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "ucx"})
+    @Timeout(90)
+    void writesReachEveryMemberAndSurviveThePrimarysLoss(String transport) throws Exception {
+        startAll(transport);
+        int p = primary();
+        try (RdmaStoreClient c = client(p, transport)) {
+            for (int i = 0; i < 200; i++) {
+                c.set("k" + i, "v" + i);
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            int m = i;
+            await("member n" + (m + 1) + " holds every write", 10_000, () -> "v199".equals(value(m, "k199")));
+            assertEquals("v0", value(m, "k0"));
+        }
+        int s = (p + 1) % 3;
+        try (RdmaStoreClient c = client(s, transport)) {
+            assertEquals("v7", c.get("k7"), "secondaries serve reads");
+            RdmaStoreServerException e = assertThrows(RdmaStoreServerException.class, () -> c.set("x", "y"));
+            assertTrue(e.getMessage().startsWith("NOTPRIMARY"), e.getMessage());
+            assertTrue(e.getMessage().contains("n" + (p + 1)), "names the primary: " + e.getMessage());
+        }
+        String secondaryInfo = String.join("\n", servers[s].replicaSet().info().entrySet().stream()
+            .map(e -> e.getKey() + ":" + e.getValue()).toList());
+        assertTrue(secondaryInfo.contains("master_link_transport:" + transport), secondaryInfo);
+
+        long t0 = System.nanoTime();
+        servers[p].close();
+        servers[p] = null;
+        int q = primary();
+        long failoverMs = (System.nanoTime() - t0) / 1_000_000;
+        System.out.println("[" + transport + "] failover after close of the primary: " + failoverMs + " ms");
+        assertTrue(q != p);
+        try (RdmaStoreClient c = client(q, transport)) {
+            for (int i = 0; i < 200; i++) {
+                assertEquals("v" + i, c.get("k" + i), "acknowledged and replicated write lost in failover");
+            }
+            c.set("after", "failover");
+        }
+        start(p, transport);
+        int old = p;
+        await("the old primary rejoins and catches up", 15_000, () -> "failover".equals(value(old, "after")));
+        assertEquals(ReplicaSet.Role.SECONDARY, servers[old].replicaSet().role());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp"})
+    @Timeout(60)
+    void waitCountsSecondariesAndMajorityTimesOutWithoutThem(String transport) throws Exception {
+        startAll(transport);
+        int p = primary();
+        try (RdmaStoreClient c = client(p, transport);
+             PeerChannel ch = PeerChannel.open(new ClientConfig("127.0.0.1", ports[p], transport, null,
+                 Duration.ofSeconds(10)))) {
+            c.set("a", "1");
+            ch.await(ch.call(ProtocolDescriptor.SET, w -> w.u8(0).i64(0).bytes(b("w")).bytes(b("1")),
+                (st, r) -> null, Duration.ofSeconds(5)), Duration.ofSeconds(5));
+            assertEquals(2L, waitFor(ch, 2, 5000), "both secondaries acknowledge the connection's write");
+            assertEquals(2L, waitFor(ch, -1, 5000));
+            for (int i = 0; i < 3; i++) {
+                if (i != p) {
+                    servers[i].close();
+                    servers[i] = null;
+                }
+            }
+            Thread.sleep(200);
+            if (servers[p].replicaSet().role() == ReplicaSet.Role.PRIMARY) {
+                ch.await(ch.call(ProtocolDescriptor.SET, w -> w.u8(0).i64(0).bytes(b("w")).bytes(b("2")),
+                    (st, r) -> null, Duration.ofSeconds(5)), Duration.ofSeconds(5));
+                Object r = waitFor(ch, -1, 300);
+                assertTrue(r instanceof String s && (s.startsWith("TIMEOUT") || s.startsWith("NOTPRIMARY")),
+                    "a majority wait without secondaries fails: " + r);
+                Object redisStyle = waitFor(ch, 1, 200);
+                assertTrue(Long.valueOf(0).equals(redisStyle) || String.valueOf(redisStyle).startsWith("NOTPRIMARY"),
+                    "Redis's WAIT answers how many it reached: " + redisStyle);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp"})
+    @Timeout(120)
+    void aDeposedPrimarysUnreplicatedWritesGoToARollbackFile(String transport) throws Exception {
+        startAll(transport);
+        int p = primary();
+        try (RdmaStoreClient c = client(p, transport)) {
+            c.set("base", "1");
+        }
+        for (int i = 0; i < 3; i++) {
+            int m = i;
+            await("base replicated", 10_000, () -> "1".equals(value(m, "base")));
+        }
+        // Cut the primary off: its secondaries go, it keeps accepting w:1 writes nobody else sees.
+        List<Integer> others = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            if (i != p) {
+                others.add(i);
+                servers[i].close();
+                servers[i] = null;
+            }
+        }
+        int lonely = 0;
+        try (RdmaStoreClient c = client(p, transport)) {
+            for (int i = 0; i < 50; i++) {
+                try {
+                    c.set("lonely" + i, "x");
+                    lonely++;
+                } catch (RdmaStoreServerException e) {
+                    break; // it noticed it lost its majority
+                }
+            }
+        }
+        servers[p].close();
+        servers[p] = null;
+        for (int i : others) {
+            start(i, transport);
+        }
+        int q = primary();
+        try (RdmaStoreClient c = client(q, transport)) {
+            c.set("new", "primary");
+        }
+        start(p, transport);
+        int old = p;
+        await("the deposed primary resyncs", 20_000, () -> "primary".equals(value(old, "new")));
+        for (int i = 0; i < 50; i++) {
+            assertEquals(null, value(old, "lonely" + i), "an unreplicated write survived the rollback");
+        }
+        if (lonely > 0) {
+            Path rollbackDir = dir.resolve("n" + (old + 1)).resolve("rollback");
+            assertTrue(Files.isDirectory(rollbackDir), "no rollback directory although " + lonely + " writes diverged");
+            try (Stream<Path> files = Files.list(rollbackDir)) {
+                List<Path> list = files.toList();
+                assertEquals(1, list.size());
+                assertTrue(Files.size(list.getFirst()) > 0);
+            }
+        }
+        assertNotNull(servers[old].replicaSet().info().get("rollbacks"));
+    }
+}
