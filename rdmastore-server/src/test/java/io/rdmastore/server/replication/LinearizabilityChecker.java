@@ -38,14 +38,16 @@ public final class LinearizabilityChecker {
     private final Function<String, String> initialValue;
     private final long maxStepsPerKey;
     private final Duration timePerKey;
+    private final long memoBytesPerKey;
 
     private LinearizabilityChecker(Builder b) {
         this.initialValue = b.initialValue;
         this.maxStepsPerKey = b.maxStepsPerKey;
         this.timePerKey = b.timePerKey;
+        this.memoBytesPerKey = b.memoBytesPerKey;
     }
 
-    /** Registers start absent; 20 million steps and 20 s per key. */
+    /** Registers start absent; per key 20 million steps, 20 s and 512 MB of memoized configurations. */
     public static LinearizabilityChecker create() {
         return builder().build();
     }
@@ -59,6 +61,7 @@ public final class LinearizabilityChecker {
         private Function<String, String> initialValue = k -> null;
         private long maxStepsPerKey = 20_000_000;
         private Duration timePerKey = Duration.ofSeconds(20);
+        private long memoBytesPerKey = 512L << 20;
 
         /** Each key's value before the history starts (null: absent). */
         public Builder initialValue(Function<String, String> value) {
@@ -84,10 +87,16 @@ public final class LinearizabilityChecker {
             return this;
         }
 
+        /** Memory for memoized configurations per key (about 40 bytes plus one bit per op each). */
+        public Builder memoBytesPerKey(long bytes) {
+            this.memoBytesPerKey = bytes;
+            return this;
+        }
+
         public LinearizabilityChecker build() {
-            if (maxStepsPerKey <= 0 || timePerKey.isNegative() || timePerKey.isZero()) {
+            if (maxStepsPerKey <= 0 || timePerKey.isNegative() || timePerKey.isZero() || memoBytesPerKey <= 0) {
                 throw new IllegalArgumentException("budgets must be positive: steps " + maxStepsPerKey + ", time "
-                    + timePerKey);
+                    + timePerKey + ", memo bytes " + memoBytesPerKey);
             }
             return new LinearizabilityChecker(this);
         }
@@ -285,6 +294,7 @@ public final class LinearizabilityChecker {
             long setHash = 0;
             Set<Config> seen = new HashSet<>();
             Config probe = new Config(bits);
+            long maxConfigs = Math.max(1, memoBytesPerKey / (40 + 8L * bits.length));
             int[] stackOp = new int[n];
             int[] stackState = new int[n];
             int depth = 0;
@@ -311,6 +321,11 @@ public final class LinearizabilityChecker {
                         setHash ^= zobrist[op];
                         probe.set(setHash, after);
                         if (!seen.contains(probe)) {
+                            if (seen.size() >= maxConfigs) {
+                                return done(Verdict.UNDECIDED, n, "key " + quote(key) + ": UNDECIDED, "
+                                    + memoBytesPerKey + " bytes of memoized configurations were not enough (" + n
+                                    + " ops, " + steps + " steps)");
+                            }
                             seen.add(new Config(bits.clone()).set(setHash, after));
                             stackOp[depth] = op;
                             stackState[depth++] = state;

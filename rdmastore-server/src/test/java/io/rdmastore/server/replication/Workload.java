@@ -62,6 +62,7 @@ public final class Workload {
     private final Classifier classifier;
     private final Duration pauseAfterError;
     private final History history;
+    private final String valuePrefix;
     private volatile boolean stopped;
     private boolean ran;
 
@@ -76,6 +77,7 @@ public final class Workload {
         this.classifier = b.classifier;
         this.pauseAfterError = b.pauseAfterError;
         this.history = b.history;
+        this.valuePrefix = b.valuePrefix;
     }
 
     public static Builder builder() {
@@ -94,6 +96,7 @@ public final class Workload {
         private Classifier classifier = allUnknown();
         private Duration pauseAfterError = Duration.ofMillis(20);
         private History history = new History();
+        private String valuePrefix = "";
 
         /** Client threads (default 8). */
         public Builder clients(int n) {
@@ -161,6 +164,15 @@ public final class Workload {
         /** Records into this history (default a new one), e.g. to share it with other recorders. */
         public Builder history(History value) {
             this.history = value;
+            return this;
+        }
+
+        /**
+         * Prefixes every written value ({@code w2-c3-17}), so that two workloads writing the same keys write distinct
+         * values (the checker needs each value written once to tell writes apart). Default none.
+         */
+        public Builder valuePrefix(String value) {
+            this.valuePrefix = Objects.requireNonNull(value);
             return this;
         }
 
@@ -247,7 +259,7 @@ public final class Workload {
                         }
                         String key = keys.get(random.nextInt(keys.size()));
                         boolean read = random.nextDouble() < readFraction;
-                        String value = "c" + client + "-" + seq++;
+                        String value = valuePrefix + "c" + client + "-" + seq++;
                         History.Handle h = history.invoke(client, key, read ? Op.Kind.READ : Op.Kind.WRITE, value);
                         (read ? reads : writes).incrementAndGet();
                         try {
