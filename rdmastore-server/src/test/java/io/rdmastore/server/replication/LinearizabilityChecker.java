@@ -87,7 +87,7 @@ public final class LinearizabilityChecker {
             return this;
         }
 
-        /** Memory for memoized configurations per key (about 40 bytes plus one bit per op each). */
+        /** Memory for memoized configurations per key (about 64 bytes plus one bit per op in flight each). */
         public Builder memoBytesPerKey(long bytes) {
             this.memoBytesPerKey = bytes;
             return this;
@@ -245,15 +245,28 @@ public final class LinearizabilityChecker {
                 kept.add(i);
                 completes.add(c);
             }
-            int n = kept.size();
+            // In invocation order, a linearized set is a full prefix plus a window of ops in flight (LinearizedSet).
+            Integer[] byInvoke = new Integer[kept.size()];
+            for (int i = 0; i < byInvoke.length; i++) {
+                byInvoke[i] = i;
+            }
+            Arrays.sort(byInvoke, Comparator.<Integer>comparingLong(i -> history.get(kept.get(i)).invokeNanos())
+                .thenComparingInt(i -> kept.get(i)));
+            List<Integer> sortedKept = new ArrayList<>();
+            List<Long> sortedCompletes = new ArrayList<>();
+            for (int i : byInvoke) {
+                sortedKept.add(kept.get(i));
+                sortedCompletes.add(completes.get(i));
+            }
+            int n = sortedKept.size();
             index = new int[n];
             ops = new Op[n];
             complete = new long[n];
             valueOf = new int[n];
             for (int i = 0; i < n; i++) {
-                index[i] = kept.get(i);
+                index[i] = sortedKept.get(i);
                 ops[i] = history.get(index[i]);
-                complete[i] = completes.get(i);
+                complete[i] = sortedCompletes.get(i);
                 valueOf[i] = valueId(ops[i].value());
             }
             return search(initialId);
@@ -288,13 +301,9 @@ public final class LinearizabilityChecker {
                     finite++;
                 }
             }
-            long[] bits = new long[(n + 63) >>> 6];
-            // Zobrist hashing: the set's hash changes by one XOR per op linearized or undone
-            long[] zobrist = new java.util.SplittableRandom(n).longs(n).toArray();
-            long setHash = 0;
+            LinearizedSet linearized = new LinearizedSet(n);
             Set<Config> seen = new HashSet<>();
-            Config probe = new Config(bits);
-            long maxConfigs = Math.max(1, memoBytesPerKey / (40 + 8L * bits.length));
+            long memoBytes = 0;
             int[] stackOp = new int[n];
             int[] stackState = new int[n];
             int depth = 0;
@@ -317,16 +326,16 @@ public final class LinearizabilityChecker {
                 if ((e & 1) == 0) {
                     int after = step(state, op);
                     if (after >= 0) {
-                        bits[op >>> 6] |= 1L << op;
-                        setHash ^= zobrist[op];
-                        probe.set(setHash, after);
-                        if (!seen.contains(probe)) {
-                            if (seen.size() >= maxConfigs) {
+                        linearized.add(op);
+                        if (!seen.contains(linearized.probe(after))) {
+                            Config c = linearized.config(after);
+                            memoBytes += c.bytes();
+                            if (memoBytes > memoBytesPerKey) {
                                 return done(Verdict.UNDECIDED, n, "key " + quote(key) + ": UNDECIDED, "
                                     + memoBytesPerKey + " bytes of memoized configurations were not enough (" + n
-                                    + " ops, " + steps + " steps)");
+                                    + " ops, " + steps + " steps, " + seen.size() + " configurations)");
                             }
-                            seen.add(new Config(bits.clone()).set(setHash, after));
+                            seen.add(c);
                             stackOp[depth] = op;
                             stackState[depth++] = state;
                             state = after;
@@ -337,8 +346,7 @@ public final class LinearizabilityChecker {
                             e = next[head];
                             continue;
                         }
-                        bits[op >>> 6] &= ~(1L << op);
-                        setHash ^= zobrist[op];
+                        linearized.remove(op);
                     }
                     e = next[e];
                 } else {
@@ -351,8 +359,7 @@ public final class LinearizabilityChecker {
                     }
                     int undo = stackOp[--depth];
                     state = stackState[depth];
-                    bits[undo >>> 6] &= ~(1L << undo);
-                    setHash ^= zobrist[undo];
+                    linearized.remove(undo);
                     if (complete[undo] != Long.MAX_VALUE) {
                         finite++;
                     }
@@ -497,27 +504,86 @@ public final class LinearizabilityChecker {
     }
 
     /**
-     * A memoized search configuration: which ops are linearized and the register value after them. The set's hash is
-     * kept by the search (see {@code set}), so a probe costs no copy and no pass over the bits.
+     * The set of linearized ops (indexed in invocation order), kept as a bit set with the two facts that make it small
+     * to remember: every op below {@code low} is in it and none from {@code high} on. A configuration stores only the
+     * words between, so its size follows the ops in flight, not the history. The set's hash is a Zobrist hash, changed
+     * by one XOR per op added or removed, so a probe neither copies nor scans the bits.
      */
-    private static final class Config {
+    private static final class LinearizedSet {
         private final long[] bits;
+        private final long[] zobrist;
+        private final Config probe = new Config();
         private long hash;
-        private int state;
+        private int low;
+        private int high;
 
-        Config(long[] bits) {
-            this.bits = bits;
+        LinearizedSet(int n) {
+            bits = new long[(n + 63) >>> 6];
+            zobrist = new java.util.SplittableRandom(n).longs(n).toArray();
         }
 
-        Config set(long setHash, int value) {
-            this.hash = setHash ^ (value * 0x9E3779B97F4A7C15L);
+        private boolean has(int op) {
+            return (bits[op >>> 6] & 1L << op) != 0;
+        }
+
+        void add(int op) {
+            bits[op >>> 6] |= 1L << op;
+            hash ^= zobrist[op];
+            high = Math.max(high, op + 1);
+            while (low < high && has(low)) {
+                low++;
+            }
+        }
+
+        void remove(int op) {
+            bits[op >>> 6] &= ~(1L << op);
+            hash ^= zobrist[op];
+            low = Math.min(low, op);
+            while (high > low && !has(high - 1)) {
+                high--;
+            }
+        }
+
+        /** A view of the current configuration for a look-up, valid until the set changes. */
+        Config probe(int state) {
+            return probe.set(this, bits, low >>> 6, state);
+        }
+
+        /** A copy of the current configuration to remember. */
+        Config config(int state) {
+            int from = low >>> 6;
+            int to = (high + 63) >>> 6;
+            return new Config().set(this, Arrays.copyOfRange(bits, from, Math.max(from, to)), 0, state);
+        }
+    }
+
+    /** A memoized search configuration: a linearized set (its words from {@code low}) and the register value. */
+    private static final class Config {
+        private long[] words;
+        private int offset;
+        private int length;
+        private int low;
+        private int state;
+        private long hash;
+
+        Config set(LinearizedSet s, long[] array, int offset, int value) {
+            this.words = array;
+            this.offset = offset;
+            this.length = Math.max(0, ((s.high + 63) >>> 6) - (s.low >>> 6));
+            this.low = s.low;
             this.state = value;
+            this.hash = s.hash ^ (value * 0x9E3779B97F4A7C15L);
             return this;
+        }
+
+        long bytes() {
+            return 64 + 8L * length;
         }
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof Config c && c.hash == hash && c.state == state && Arrays.equals(c.bits, bits);
+            return o instanceof Config c && c.hash == hash && c.state == state && c.low == low && c.length == length
+                && Arrays.equals(c.words, c.offset, c.offset + c.length, words, offset, offset + length);
         }
 
         @Override

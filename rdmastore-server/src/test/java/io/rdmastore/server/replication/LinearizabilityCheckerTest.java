@@ -217,6 +217,17 @@ class LinearizabilityCheckerTest {
         }
     }
 
+    @Test
+    void memoryFollowsTheOpsInFlightNotTheHistoryLength() {
+        List<Op> h = simulate(new Random(5), 8, List.of("k"), 2500, 0.0, 0.02);
+        LinearizabilityChecker checker = LinearizabilityChecker.builder().memoBytesPerKey(64L << 20).build();
+        long t0 = System.nanoTime();
+        Result result = checker.check(h);
+        System.out.printf("%d ops on one key in 64 MB of memo: %s in %d ms, %d steps%n", h.size(), result.verdict(),
+            (System.nanoTime() - t0) / 1_000_000, result.keys().get("k").steps());
+        assertEquals(Verdict.OK, result.verdict(), result.report());
+    }
+
     /**
      * Runs {@code clients} sequential clients against a simulated atomic register per key: each operation takes effect
      * at a random instant between its invocation and completion (an UNKNOWN write, if at all, up to three times its

@@ -16,8 +16,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,7 +42,8 @@ class ReplicaSetProcessesTest {
 
     /** Reads and writes through one RdmaStoreClient of its own. */
     static Workload.Ops clientOps(Member m, Duration timeout) {
-        RdmaStoreClient c = client(m, timeout);
+        // connecting gets 10 s however short the calls' time-out: other builds may load the machine
+        RdmaStoreClient c = client(m, Duration.ofSeconds(10)).withTimeout(timeout);
         return new Workload.Ops() {
             @Override
             public String read(String key) {
@@ -67,7 +73,7 @@ class ReplicaSetProcessesTest {
             assertTrue(a.isAlive() && b.isAlive());
             assertTrue(Files.readString(a.logFile()).contains(ReplicaSetProcesses.READY_LINE));
             try (RdmaStoreClient ca = client(a, Duration.ofSeconds(5));
-                 RdmaStoreClient cb = client(b, Duration.ofMillis(500))) {
+                 RdmaStoreClient cb = client(b, Duration.ofSeconds(10)).withTimeout(Duration.ofMillis(500))) {
                 ca.set("k", "on-a");
                 cb.set("k", "on-b");
                 assertEquals("on-a", ca.get("k"));
@@ -159,13 +165,92 @@ class ReplicaSetProcessesTest {
     void workloadAgainstOneServerIsLinearizable() throws Exception {
         try (ReplicaSetProcesses set = ReplicaSetProcesses.builder().members(1).dir(dir).start()) {
             Member m = set.member(0);
-            Workload.Result r = Workload.builder().clients(8).keys(4).duration(Duration.ofSeconds(3)).seed(7)
-                .ops(c -> clientOps(m, Duration.ofSeconds(10))).classifier(Workload.serverErrorsFail()).build().run();
+            Workload w = Workload.builder().clients(8).keys(4).duration(Duration.ofSeconds(3)).seed(7)
+                .ops(c -> clientOps(m, Duration.ofSeconds(10))).classifier(Workload.serverErrorsFail()).build();
+            Workload.Result r = w.run();
             System.out.println(r);
             assertTrue(r.ok() > 200, "too few operations to check anything: " + r);
             assertEquals(0, r.unknown() + r.failed() + r.stuckClients() + r.opsFailedToStart(), r.toString());
             Result check = LinearizabilityChecker.create().check(r.ops());
             assertEquals(Verdict.OK, check.verdict(), check.report());
+
+            // SIGKILL and restart (fsync=always): a final read of every key must still see the last writes
+            m.restart();
+            List<Op> all;
+            try (Workload.Ops ops = clientOps(m, Duration.ofSeconds(10))) {
+                all = w.readEveryKey(ops);
+            }
+            assertEquals(r.ops().size() + 4, all.size());
+            assertTrue(all.stream().skip(r.ops().size()).allMatch(o -> o.outcome() == Op.Outcome.OK), all.toString());
+            Result afterRestart = LinearizabilityChecker.create().check(all);
+            assertEquals(Verdict.OK, afterRestart.verdict(), afterRestart.report());
+        }
+    }
+
+    /** A store whose reads come from a copy that lags its writes by a few milliseconds, as a lagging replica would. */
+    private static final class LaggingStore implements AutoCloseable {
+        final Map<String, String> primary = new ConcurrentHashMap<>();
+        final Map<String, String> replica = new ConcurrentHashMap<>();
+        final ScheduledExecutorService copier = Executors.newSingleThreadScheduledExecutor();
+
+        void write(String key, String value) {
+            primary.put(key, value);
+            copier.schedule(() -> replica.put(key, value), 5, TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public void close() {
+            copier.shutdownNow();
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void workloadAndCheckerCatchALaggingReadPathAndPassAnAtomicOne() throws Exception {
+        Map<String, String> atomic = new ConcurrentHashMap<>();
+        Workload good = Workload.builder().clients(8).keys(3).duration(Duration.ofMillis(500)).maxOpsPerClient(2000).seed(3)
+            .ops(c -> new Workload.Ops() {
+                @Override
+                public String read(String key) {
+                    return atomic.get(key);
+                }
+
+                @Override
+                public void write(String key, String value) {
+                    atomic.put(key, value);
+                }
+            }).build();
+        Workload.Result r = good.run();
+        Result ok = LinearizabilityChecker.create().check(good.readEveryKey(new Workload.Ops() {
+            @Override
+            public String read(String key) {
+                return atomic.get(key);
+            }
+
+            @Override
+            public void write(String key, String value) {
+                throw new UnsupportedOperationException();
+            }
+        }));
+        assertTrue(r.ok() > 1000, r.toString());
+        assertEquals(Verdict.OK, ok.verdict(), ok.report());
+
+        try (LaggingStore lagging = new LaggingStore()) {
+            Workload.Result bad = Workload.builder().clients(8).keys(3).duration(Duration.ofMillis(500)).maxOpsPerClient(2000).seed(3)
+                .ops(c -> new Workload.Ops() {
+                    @Override
+                    public String read(String key) {
+                        return lagging.replica.get(key);
+                    }
+
+                    @Override
+                    public void write(String key, String value) {
+                        lagging.write(key, value);
+                    }
+                }).build().run();
+            Result caught = LinearizabilityChecker.create().check(bad.ops());
+            System.out.print(caught.report().lines().limit(30).collect(Collectors.joining("\n", "", "\n")));
+            assertEquals(Verdict.VIOLATION, caught.verdict(), "stale reads of a lagging copy went unnoticed");
         }
     }
 
@@ -174,8 +259,10 @@ class ReplicaSetProcessesTest {
     void workloadAcrossAPauseRecordsUnknownsAndStaysLinearizable() throws Exception {
         try (ReplicaSetProcesses set = ReplicaSetProcesses.builder().members(1).dir(dir).start()) {
             Member m = set.member(0);
-            Workload w = Workload.builder().clients(4).keys(2).duration(Duration.ofSeconds(4)).seed(11)
-                .ops(c -> clientOps(m, Duration.ofMillis(300))).classifier(Workload.serverErrorsFail()).build();
+            History history = new History();
+            Workload w = Workload.builder().clients(4).keys(2).duration(Duration.ofSeconds(6)).seed(11)
+                .history(history).ops(c -> clientOps(m, Duration.ofMillis(300)))
+                .classifier(Workload.serverErrorsFail()).build();
             CompletableFuture<Workload.Result> running = CompletableFuture.supplyAsync(() -> {
                 try {
                     return w.run();
@@ -183,7 +270,10 @@ class ReplicaSetProcessesTest {
                     throw new IllegalStateException(e);
                 }
             });
-            Thread.sleep(1000);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (history.size() < 100 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(10);
+            }
             m.pause();
             Thread.sleep(1000);
             m.resume();
