@@ -148,6 +148,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private final ScheduledExecutorService timers;
     /** Connects to members ahead of need (a connection set-up can take a second; it must not hold up timers). */
     private final ScheduledExecutorService warmer;
+    /** Requests to other members that may block while connecting (prepare). */
+    private final ExecutorService rpc = Executors.newCachedThreadPool(r -> daemon(r, "rdmastore-repl-rpc"));
     private final Thread puller;
     private final AtomicLong transferIds = new AtomicLong(System.currentTimeMillis());
     private final Map<Long, Path> transferFiles = new ConcurrentHashMap<>();
@@ -265,29 +267,39 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         Map<String, long[]> positions = new LinkedHashMap<>();
         positions.put(config.nodeId(), store.lastPosition());
         int majority = majority();
-        while (positions.size() < majority) {
+        while (sizeOf(positions) < majority) {
             if (!stillLeader(term)) {
                 LOG.info("lost leadership of term {} while preparing", term);
                 stepDown("lost the election of term " + term);
                 return;
             }
-            List<CompletableFuture<Void>> calls = new ArrayList<>();
+            int missing;
+            synchronized (positions) {
+                missing = majority - positions.size();
+            }
+            // Done as soon as a majority answered: a paused member must not hold up the election.
+            java.util.concurrent.CountDownLatch answered = new java.util.concurrent.CountDownLatch(missing);
             for (String id : config.members().keySet()) {
-                if (positions.containsKey(id)) {
-                    continue;
+                synchronized (positions) {
+                    if (positions.containsKey(id)) {
+                        continue;
+                    }
                 }
-                calls.add(prepare(id, term).thenAccept(p -> {
+                // Connecting can block (a paused member accepts but never answers): one thread per call.
+                CompletableFuture.supplyAsync(() -> prepare(id, term), rpc).thenCompose(f -> f).thenAccept(p -> {
                     synchronized (positions) {
                         positions.put(id, p);
                     }
-                }).exceptionally(t -> null));
+                    answered.countDown();
+                });
             }
-            CompletableFuture.allOf(calls.toArray(new CompletableFuture[0])).orTimeout(
-                config.peerTimeout().toMillis(), TimeUnit.MILLISECONDS).exceptionally(t -> null).join();
-            synchronized (positions) {
-                if (positions.size() < majority) {
-                    sleep(50);
+            try {
+                if (!answered.await(config.peerTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+                    sleep(20);
                 }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
             }
         }
         Map.Entry<String, long[]> best;
@@ -336,6 +348,12 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 becomePrimary(term);
             }
         }), 200, TimeUnit.MILLISECONDS);
+    }
+
+    private static int sizeOf(Map<String, long[]> positions) {
+        synchronized (positions) {
+            return positions.size();
+        }
     }
 
     private static boolean newer(long[] a, long[] b) {
@@ -1194,6 +1212,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         transfers.shutdownNow();
         timers.shutdownNow();
         warmer.shutdownNow();
+        rpc.shutdownNow();
         try {
             puller.join(2000);
         } catch (InterruptedException e) {
