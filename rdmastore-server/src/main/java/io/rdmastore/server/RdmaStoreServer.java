@@ -386,6 +386,15 @@ public final class RdmaStoreServer implements AutoCloseable {
         latency.put("process_p999_ns", String.valueOf(h.getValueAtPercentile(99.9)));
         latency.put("process_max_ns", String.valueOf(h.getMaxValue()));
         out.put("latency", latency);
+        if (replicaSet != null) {
+            out.put("replication", replicaSet.info());
+        } else {
+            Map<String, String> repl = new LinkedHashMap<>();
+            repl.put("role", "master");
+            repl.put("connected_slaves", "0");
+            repl.put("master_repl_offset", String.valueOf(this.store.lastPosition()[1]));
+            out.put("replication", repl);
+        }
         Map<String, String> phases = new LinkedHashMap<>();
         phases.put("timing", timing != null ? "on" : "off");
         if (timing != null) {

@@ -35,6 +35,7 @@ public final class ServerConfig {
     private boolean resp = true;
     private boolean timing;
     private io.rdmastore.server.replication.ReplicaSetConfig replicaSet;
+    private long oplogWindowBytes = -1;
     private io.rdmastore.store.blob.BlobConfig blobConfig = new io.rdmastore.store.blob.BlobConfig();
     private Duration blobLeaseTimeout = Duration.ofSeconds(60);
 
@@ -186,6 +187,15 @@ public final class ServerConfig {
         return replicaSet;
     }
 
+    /**
+     * Bytes of recent log records a replica-set member keeps in memory for secondaries to pull (MongoDB's oplog
+     * size); a secondary further behind resynchronises from a snapshot. Default 64 MiB (-1).
+     */
+    public ServerConfig oplogWindowBytes(long value) {
+        oplogWindowBytes = value;
+        return this;
+    }
+
     public String bind() {
         return bind;
     }
@@ -308,7 +318,7 @@ public final class ServerConfig {
         return new StoreConfig().dataDir(dataDir).fsync(fsync).maxKeyBytes(maxKeyBytes).maxValueBytes(maxValueBytes)
             .maxDocumentBytes(maxDocumentBytes).snapshotLogBytes(snapshotLogBytes)
             .blobs(blobConfig.clone().directory(dataDir.toAbsolutePath().resolve("blobs")))
-            .replicaSetMember(replicaSet != null);
+            .replicaSetMember(replicaSet != null).oplogWindowBytes(oplogWindowBytes);
     }
 
     @Override

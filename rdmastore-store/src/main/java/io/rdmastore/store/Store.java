@@ -2282,6 +2282,32 @@ public final class Store implements AutoCloseable {
     /** The term stamped on writes from now on (a new primary sets its own before it accepts writes). */
     public void term(long term) {
         log.term(term);
+        blobs.versionFloor(term << 32);
+    }
+
+    /**
+     * The blob files that {@code entries} name and this store lacks (or holds with other content): {version, length,
+     * crc32c} each. A secondary copies them from its primary before it applies the entries.
+     */
+    public List<long[]> missingBlobs(List<Oplog.Entry> entries) {
+        List<long[]> refs = new ArrayList<>();
+        for (Oplog.Entry e : entries) {
+            int len = e.frame().length - LogDescriptor.HEADER_LENGTH;
+            if (len > 0) {
+                FrameKeys.touched(ByteBuffer.wrap(e.frame(), LogDescriptor.HEADER_LENGTH, len).slice()
+                    .order(LogDescriptor.ORDER), refs);
+            }
+        }
+        refs.removeIf(r -> blobs.has(r[0], r[1], (int) r[2]));
+        return refs;
+    }
+
+    /** The blob files a snapshot file names that this store lacks, as {@link #missingBlobs(List)}. */
+    public List<long[]> missingBlobs(Path snapshot) throws IOException {
+        List<long[]> refs = new ArrayList<>();
+        FrameScanner.scan(snapshot, LogDescriptor.SNAPSHOT_MAGIC, (payload, off) -> FrameKeys.touched(payload, refs));
+        refs.removeIf(r -> blobs.has(r[0], r[1], (int) r[2]));
+        return refs;
     }
 
     public long term() {
