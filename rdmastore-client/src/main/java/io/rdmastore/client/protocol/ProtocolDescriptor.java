@@ -49,8 +49,14 @@ public final class ProtocolDescriptor {
     public static final byte BLOB_GET_DONE = 24;
     /** Delete a blob. */
     public static final byte BLOB_DEL = 25;
-    /** One more than the highest opcode. */
-    public static final int OPCODE_LIMIT = 26;
+    /** The member's role in its replica set, its term, the primary and every member (docs/protocol.md). */
+    public static final byte ROLE = 26;
+    /** Wait until enough members durably hold every write this connection made (write concern). */
+    public static final byte WAIT = 27;
+    /** Reply once a majority confirmed, after the request arrived, that this member is still the primary. */
+    public static final byte READ_FENCE = 28;
+    /** One more than the highest opcode a client sends (30-39 are server-to-server). */
+    public static final int OPCODE_LIMIT = 29;
 
     // ---- reply statuses ----
     /** Success; the body depends on the opcode. */
@@ -75,10 +81,23 @@ public final class ProtocolDescriptor {
     /** Insert when nothing matches (DOC_UPDATE only). */
     public static final int DOC_UPSERT = 2;
 
+    // ---- ROLE reply: role:u8 ----
+    /** Not part of a replica set; accepts writes. */
+    public static final int ROLE_STANDALONE = 0;
+    /** The elected primary; accepts writes. */
+    public static final int ROLE_PRIMARY = 1;
+    /** A secondary; serves reads, refuses writes with {@code NOTPRIMARY}. */
+    public static final int ROLE_SECONDARY = 2;
+    /** No primary yet: an election or a catch-up is in progress. */
+    public static final int ROLE_NO_PRIMARY = 3;
+
+    /** WAIT's numReplicas asking for a majority of members (the primary counts). */
+    public static final int WAIT_MAJORITY = -1;
+
     private static final String[] NAMES = {
         "0", "PING", "GET", "SET", "DEL", "EXISTS", "PEXPIRE", "PTTL", "INCRBY", "HSET", "HGET", "HGETALL", "HDEL",
         "MGET", "MSET", "DOC_INSERT", "DOC_FIND", "DOC_UPDATE", "DOC_DELETE", "DOC_COUNT", "INFO", "SNAPSHOT",
-        "BLOB_PUT", "BLOB_GET", "BLOB_GET_DONE", "BLOB_DEL"
+        "BLOB_PUT", "BLOB_GET", "BLOB_GET_DONE", "BLOB_DEL", "ROLE", "WAIT", "READ_FENCE"
     };
 
     private ProtocolDescriptor() {
