@@ -860,7 +860,7 @@ final class ClientCore implements AutoCloseable {
             if (main.isCompletedExceptionally()) {
                 Throwable e = main.exceptionNow();
                 if (isNotPrimary(e)) {
-                    s.notPrimary = true;
+                    s.notPrimary = replicated;
                     retry(e);
                 } else if (e instanceof RdmaStoreConnectionException c && (kind != WRITE || !c.outcomeUnknown())) {
                     retry(e);
@@ -875,7 +875,7 @@ final class ClientCore implements AutoCloseable {
             }
             Throwable x = extra.exceptionNow();
             if (isNotPrimary(x)) {
-                s.notPrimary = true;
+                s.notPrimary = replicated;
             }
             if (kind == WRITE) {
                 completeExceptionally(new RdmaStoreWriteConcernException(op + " was applied on " + s.address
@@ -897,8 +897,84 @@ final class ClientCore implements AutoCloseable {
             }
             LOG.debug("{} failed on attempt {} ({}); rediscovering the primary", ProtocolDescriptor.opcodeName(opcode),
                 attempts, cause.getMessage());
-            FAILOVER.execute(this::attempt);
+            retryLater(this::attempt);
         }
+    }
+
+    /** Retries waiting to run, in the order their replies arrived; guarded by itself. */
+    private final ArrayDeque<Runnable> retries = new ArrayDeque<>();
+    /** Whether a {@link #FAILOVER} thread is draining {@link #retries}; guarded by {@link #retries}. */
+    private boolean retrying;
+
+    /**
+     * Runs retries one at a time, in the order the failures arrived: pipelined writes refused with NOTPRIMARY reach
+     * the new primary in the order they were first sent.
+     */
+    private void retryLater(Runnable retry) {
+        synchronized (retries) {
+            retries.add(retry);
+            if (retrying) {
+                return;
+            }
+            retrying = true;
+        }
+        FAILOVER.execute(() -> {
+            while (true) {
+                Runnable r;
+                synchronized (retries) {
+                    r = retries.poll();
+                    if (r == null) {
+                        retrying = false;
+                        return;
+                    }
+                }
+                try {
+                    r.run();
+                } catch (RuntimeException e) {
+                    LOG.warn("retry after failover failed unexpectedly", e);
+                }
+            }
+        });
+    }
+
+    /**
+     * For writes whose WAIT cannot be pipelined (a blob's commit completes after later requests ran): sends a WAIT for
+     * a majority on {@code used}, the connection the write went over, once the write's reply arrived, and waits.
+     *
+     * @throws RdmaStoreWriteConcernException when the majority is not confirmed
+     */
+    void awaitMajority(Connection used, byte opcode, WriteConcern wc, Duration timeout) {
+        String op = ProtocolDescriptor.opcodeName(opcode);
+        Session s = session;
+        if (s == null || s.connection != used || !s.open) {
+            throw new RdmaStoreWriteConcernException(op + " was applied but its connection was lost before the "
+                + "WAIT for write concern majority", null);
+        }
+        Duration wt = wc.wtimeout(timeout);
+        long ms = Math.max(1, wt.toMillis());
+        Call<Long> wait = send(s, ProtocolDescriptor.WAIT, w -> w.i32(ProtocolDescriptor.WAIT_MAJORITY).i64(ms),
+            (st, r) -> r.i64("acked"), wt.plus(timeout));
+        try {
+            await(s, wait, wt.plus(timeout));
+        } catch (RdmaStoreException e) {
+            if (isNotPrimary(e) && replicated) {
+                s.notPrimary = true;
+            }
+            throw new RdmaStoreWriteConcernException(op + " was applied on " + s.address
+                + " but write concern majority was not confirmed: " + e.getMessage(), e);
+        }
+    }
+
+    /** After a NOTPRIMARY reply to {@code used}: the next call rediscovers the primary. */
+    void notPrimary(Connection used) {
+        Session s = session;
+        if (replicated && s != null && s.connection == used) {
+            s.notPrimary = true;
+        }
+    }
+
+    static boolean isNotPrimaryError(RuntimeException e) {
+        return isNotPrimary(e);
     }
 
     /** Attempts of one operation, the first included. */

@@ -349,7 +349,7 @@ public final class RdmaStoreClient implements AutoCloseable {
 
     /** Blob operations (large values as server-side files, moved one-sided), with this client's time-out. */
     public BlobClient blobs() {
-        return new BlobClient(core, timeout);
+        return new BlobClient(core, timeout, writeConcern);
     }
 
     public byte[] get(byte[] key) {
