@@ -208,6 +208,8 @@ final class ClientCore implements AutoCloseable {
         volatile boolean driven;
         /** Set when the member answered NOTPRIMARY: writes must go elsewhere, so the next call rediscovers. */
         volatile boolean notPrimary;
+        /** {@link Operation}s sent on this session and not yet settled (a failover waits for them: see retryLater). */
+        final AtomicInteger operations = new AtomicInteger();
 
         Session(String address) {
             this.address = address;
@@ -245,7 +247,8 @@ final class ClientCore implements AutoCloseable {
         }
 
         void failAll(String reason, Throwable cause) {
-            for (Long id : pending.keySet()) {
+            // in the order sent (ids increase), so that calls retried after a failover keep their order
+            for (Long id : new java.util.TreeSet<>(pending.keySet())) {
                 Call<?> call = pending.remove(id);
                 if (call != null) {
                     boolean write = isWrite(call.opcode);
@@ -826,6 +829,7 @@ final class ClientCore implements AutoCloseable {
                 completeExceptionally(e);
                 return;
             }
+            s.operations.incrementAndGet();
             Call<T> main = send(s, opcode, body, decoder, timeout);
             Call<?> extra = null;
             if (!main.isCompletedExceptionally()) {
@@ -856,14 +860,21 @@ final class ClientCore implements AutoCloseable {
         }
 
         private void settle(Session s, Call<T> main, Call<?> extra) {
+            try {
+                settleOn(s, main, extra);
+            } finally {
+                s.operations.decrementAndGet();
+            }
+        }
+
+        private void settleOn(Session s, Call<T> main, Call<?> extra) {
             String op = ProtocolDescriptor.opcodeName(opcode);
             if (main.isCompletedExceptionally()) {
                 Throwable e = main.exceptionNow();
                 if (isNotPrimary(e)) {
-                    s.notPrimary = replicated;
-                    retry(e);
+                    retry(e, s);
                 } else if (e instanceof RdmaStoreConnectionException c && (kind != WRITE || !c.outcomeUnknown())) {
-                    retry(e);
+                    retry(e, null);
                 } else {
                     completeExceptionally(e);
                 }
@@ -874,14 +885,16 @@ final class ClientCore implements AutoCloseable {
                 return;
             }
             Throwable x = extra.exceptionNow();
-            if (isNotPrimary(x)) {
-                s.notPrimary = replicated;
-            }
             if (kind == WRITE) {
+                if (isNotPrimary(x)) {
+                    stale(s);
+                }
                 completeExceptionally(new RdmaStoreWriteConcernException(op + " was applied on " + s.address
                     + " but write concern majority was not confirmed: " + x.getMessage(), x));
-            } else if (isNotPrimary(x) || x instanceof RdmaStoreConnectionException) {
-                retry(x);
+            } else if (isNotPrimary(x)) {
+                retry(x, s);
+            } else if (x instanceof RdmaStoreConnectionException) {
+                retry(x, null);
             } else if (x instanceof RdmaStoreServerException se && se.code().equals("TIMEOUT")) {
                 completeExceptionally(new RdmaStoreTimeoutException("linearizable " + op + " was not confirmed by "
                     + s.address + ": " + x.getMessage()));
@@ -890,51 +903,107 @@ final class ClientCore implements AutoCloseable {
             }
         }
 
-        private void retry(Throwable cause) {
+        /** Sends again after a failover when allowed; {@code refused} is the session that answered NOTPRIMARY. */
+        private void retry(Throwable cause, Session refused) {
             if (!replicated || closed || attempts >= MAX_ATTEMPTS || System.nanoTime() - deadline > 0) {
+                if (refused != null) {
+                    stale(refused);
+                }
                 completeExceptionally(cause);
                 return;
             }
             LOG.debug("{} failed on attempt {} ({}); rediscovering the primary", ProtocolDescriptor.opcodeName(opcode),
                 attempts, cause.getMessage());
-            retryLater(this::attempt);
+            retryLater(this::attempt, refused);
+        }
+
+        /** The first attempt: behind the retries of a failover in progress, so it cannot overtake them. */
+        void start() {
+            if (replicated) {
+                synchronized (retries) {
+                    if (retrying) {
+                        held.add(this::attempt);
+                        return;
+                    }
+                }
+            }
+            attempt();
         }
     }
 
-    /** Retries waiting to run, in the order their replies arrived; guarded by itself. */
+    /** Operations to send again after a failover, in the order their failures arrived; guarded by itself. */
     private final ArrayDeque<Runnable> retries = new ArrayDeque<>();
+    /** Operations started while a failover runs, sent after every retry; guarded by {@link #retries}. */
+    private final ArrayDeque<Runnable> held = new ArrayDeque<>();
     /** Whether a {@link #FAILOVER} thread is draining {@link #retries}; guarded by {@link #retries}. */
     private boolean retrying;
+    /** The session that last answered NOTPRIMARY, whose operations still in flight the drain waits for. */
+    private Session refusing;
+
+    /** Marks a session that answered NOTPRIMARY: the next call rediscovers the primary. */
+    private void stale(Session s) {
+        synchronized (retries) {
+            s.notPrimary = replicated;
+        }
+    }
 
     /**
-     * Runs retries one at a time, in the order the failures arrived: pipelined writes refused with NOTPRIMARY reach
-     * the new primary in the order they were first sent.
+     * Runs retries one at a time on a {@link #FAILOVER} thread, in order, so that pipelined operations reach the new
+     * primary in the order they were first sent: first the operations refused by a deposed primary (their replies
+     * arrive in order, and the drain waits until every operation in flight on that session has settled and queued
+     * itself), then the operations started while the failover runs ({@link Operation#start}), which were sent after
+     * them. Marking the session stale and queueing happen under one lock, so no caller sees the stale session without
+     * also seeing the failover.
      */
-    private void retryLater(Runnable retry) {
+    private void retryLater(Runnable retry, Session refused) {
         synchronized (retries) {
+            if (refused != null) {
+                refused.notPrimary = true;
+                refusing = refused;
+            }
             retries.add(retry);
             if (retrying) {
                 return;
             }
             retrying = true;
         }
-        FAILOVER.execute(() -> {
-            while (true) {
-                Runnable r;
-                synchronized (retries) {
-                    r = retries.poll();
-                    if (r == null) {
-                        retrying = false;
-                        return;
-                    }
-                }
-                try {
-                    r.run();
-                } catch (RuntimeException e) {
-                    LOG.warn("retry after failover failed unexpectedly", e);
+        FAILOVER.execute(this::drainRetries);
+    }
+
+    private void drainRetries() {
+        while (true) {
+            Session wait;
+            synchronized (retries) {
+                wait = refusing;
+                refusing = null;
+            }
+            if (wait != null) {
+                // every operation in flight there was refused too (the member executes in order): let them queue
+                long limit = System.nanoTime() + failoverNanos();
+                while (wait.operations.get() > 0 && wait.open && System.nanoTime() - limit < 0) {
+                    LockSupport.parkNanos(200_000);
                 }
             }
-        });
+            Runnable r;
+            synchronized (retries) {
+                if (refusing != null) {
+                    continue;
+                }
+                r = retries.poll();
+                if (r == null) {
+                    r = held.poll();
+                }
+                if (r == null) {
+                    retrying = false;
+                    return;
+                }
+            }
+            try {
+                r.run();
+            } catch (RuntimeException e) {
+                LOG.warn("retry after failover failed unexpectedly", e);
+            }
+        }
     }
 
     /**
@@ -987,7 +1056,7 @@ final class ClientCore implements AutoCloseable {
     /** Starts an operation with write concern, read concern and failover. */
     <T> Operation<T> operation(byte opcode, Encoder body, Decoder<T> decoder, Duration timeout, WriteConcern wc) {
         Operation<T> op = new Operation<>(opcode, body, decoder, timeout, wc);
-        op.attempt();
+        op.start();
         return op;
     }
 
