@@ -91,7 +91,8 @@ class ReplicaSetClientTest {
         members = ScriptedMember.replicaSet(0);
         long t0 = System.nanoTime();
         RdmaStoreConnectionException wrong = assertThrows(RdmaStoreConnectionException.class,
-            () -> RdmaStoreClient.connect("rdmastore://" + seeds(0, 1) + "?transport=tcp&timeout=300ms&replicaSet=other"));
+            () -> RdmaStoreClient.connect("rdmastore://" + seeds(0, 1)
+                + "?transport=tcp&timeout=300ms&replicaSet=other"));
         assertTrue(wrong.getMessage().contains("belongs to replica set 'rs0', not 'other'"), wrong.getMessage());
         for (ScriptedMember m : members) {
             m.role = ProtocolDescriptor.ROLE_NO_PRIMARY;
@@ -148,7 +149,8 @@ class ReplicaSetClientTest {
             client.set("a", "1");
             client.collection("c").insertOne(BsonDocument.parse("{a: 1}"));
             assertEquals(0, primary.count(ProtocolDescriptor.WAIT), "w=1 sends no WAIT");
-            RdmaStoreClient majority = client.withWriteConcern(WriteConcern.MAJORITY.withWtimeout(Duration.ofMillis(700)));
+            RdmaStoreClient majority =
+                client.withWriteConcern(WriteConcern.MAJORITY.withWtimeout(Duration.ofMillis(700)));
             majority.set("a", "2");
             majority.hset("h", "f", "v");
             majority.collection("c").insertOne(BsonDocument.parse("{a: 2}"));
