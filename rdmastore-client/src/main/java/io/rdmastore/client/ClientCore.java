@@ -706,9 +706,14 @@ final class ClientCore implements AutoCloseable {
         }
         if (primary != null) {
             Session old = session;
-            session = primary;
-            if (old != null) {
-                retire(old);
+            if (old != null && old.open && !old.notPrimary && old.address.equals(primary.address)) {
+                // still the primary: keep its connection, so writes in flight and new ones stay in one ordered stream
+                retire(primary);
+            } else {
+                session = primary;
+                if (old != null) {
+                    retire(old);
+                }
             }
         }
         Session oldSecondary = secondary;

@@ -248,6 +248,10 @@ class ReplicaSetClientTest {
             assertTrue(async.getCause() instanceof RdmaStoreConnectionException c && c.outcomeUnknown(),
                 String.valueOf(async.getCause()));
             assertEquals(2, total(ProtocolDescriptor.SET), "each sent write went out once and was not retried");
+            RdmaStoreTimeoutException late = assertThrows(RdmaStoreTimeoutException.class,
+                () -> client.withTimeout(Duration.ofMillis(200)).set("silent", "v"));
+            assertTrue(late.outcomeUnknown(), late.getMessage());
+            assertEquals(3, total(ProtocolDescriptor.SET), "a timed-out write is not retried");
 
             // a read whose connection drops is safe to repeat: it is retried and answers
             primary.strings.put("r", utf8("value"));

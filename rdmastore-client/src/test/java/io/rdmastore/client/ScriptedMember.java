@@ -41,7 +41,7 @@ final class ScriptedMember implements AutoCloseable {
     volatile String fenceError;
     /** Hold the reply to a SET or GET until the connection's next request arrives, then send both. */
     volatile boolean holdForFollowUp;
-    /** Keys on which SET, and the first GET, close the connection instead of replying. */
+    /** Keys on which SET, and the first GET, close the connection instead of replying (SET "silent" never replies). */
     final List<String> dropKeys = new CopyOnWriteArrayList<>();
     final Map<String, byte[]> strings = new ConcurrentHashMap<>();
     /** Every request received, copied, in order of arrival. */
@@ -151,6 +151,8 @@ final class ScriptedMember implements AutoCloseable {
                         w.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(notPrimary());
                     } else if (dropKeys.contains(key)) {
                         c.close();
+                        return;
+                    } else if (key.equals("silent")) {
                         return;
                     } else {
                         strings.put(key, value);
