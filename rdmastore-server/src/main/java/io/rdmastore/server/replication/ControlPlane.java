@@ -610,7 +610,7 @@ public final class ControlPlane implements AutoCloseable {
             if (closed) {
                 throw new IOException("control plane " + selfId + " closed during " + what);
             }
-            Exception failure;
+            Throwable failure;
             try {
                 final RaftClientReply reply = call.call();
                 if (reply == null) {
@@ -622,7 +622,7 @@ public final class ControlPlane implements AutoCloseable {
                 if (e.getCause() instanceof IllegalStateException refused) {
                     throw refused;
                 }
-                failure = (Exception) e.getCause();
+                failure = e.getCause();
             } catch (IOException e) {
                 failure = e;
             }

@@ -11,7 +11,9 @@ import io.rdmastore.server.replication.ControlPlane.Member;
 import io.rdmastore.server.replication.ControlPlane.Primary;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -252,9 +255,15 @@ class ControlPlaneTest {
         awaitTrue(lead::hasLeaderLease, leader + " holds the lease while its followers answer");
         final List<ControlPlane> followers = members.stream().map(Member::id).filter(id -> !id.equals(leader))
             .map(planes::remove).toList();
-        // Both followers go at once; the leader loses its majority as the second one stops answering.
-        final long cutAt = System.nanoTime();
+        // Both followers go at once; the clock starts when neither accepts connections on its Ratis port any more
+        // (close() shuts the RPC first, then waits for Ratis's threads for up to a second).
+        final long closeCalledAt = System.nanoTime();
         final List<Thread> closers = followers.stream().map(p -> Thread.ofPlatform().start(p::close)).toList();
+        final List<Integer> ports = members.stream().filter(m -> !m.id().equals(leader)).map(Member::raftPort).toList();
+        while (ports.stream().anyMatch(ControlPlaneTest::accepts) && System.nanoTime() - closeCalledAt < 5e9) {
+            Thread.sleep(1);
+        }
+        final long cutAt = System.nanoTime();
         final Recorder rec = recorders.get(leader);
         final long leaseDeadline = cutAt + Duration.ofSeconds(5).toNanos();
         while (lead.hasLeaderLease() && System.nanoTime() < leaseDeadline) {
@@ -267,8 +276,9 @@ class ControlPlaneTest {
             Thread.sleep(2);
         }
         final long steppedDownAt = System.nanoTime();
-        System.out.printf("control plane step-down: leader %s alone, lease lost after %.0f ms, stepped down after %.0f ms%n",
-            leader, (leaseLostAt - cutAt) / 1e6, (steppedDownAt - cutAt) / 1e6);
+        System.out.printf("control plane step-down: leader %s alone (followers' ports closed %.0f ms after close()),"
+            + " lease lost after %.0f ms, stepped down after %.0f ms%n", leader, (cutAt - closeCalledAt) / 1e6,
+            (leaseLostAt - cutAt) / 1e6, (steppedDownAt - cutAt) / 1e6);
         assertFalse(lead.isLeader(), lead.describe());
         assertTrue(steppedDownAt - cutAt < Duration.ofMillis(1000).toNanos(),
             "stepped down after " + (steppedDownAt - cutAt) / 1_000_000 + " ms");
@@ -307,7 +317,7 @@ class ControlPlaneTest {
             try {
                 lead.announcePrimary(primary.id(), primary.term()).get(5, TimeUnit.SECONDS);
                 return primary;
-            } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+            } catch (ExecutionException | TimeoutException e) {
                 last = e;
             }
         }
@@ -376,6 +386,15 @@ class ControlPlaneTest {
             sleep();
         }
         fail("not within " + AGREE + ": " + what);
+    }
+
+    private static boolean accepts(int port) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 100);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     private static void sleep() {
