@@ -161,8 +161,10 @@ final class ClientCore implements AutoCloseable {
             try {
                 // a client needs one ring per connection, not a server's budget; its waiting threads drive the worker
                 java.util.Properties ucx = new java.util.Properties();
-                ucx.setProperty("maxConnections", "2");
-                ucx.setProperty("memoryBudget", Long.toString(8L << 20));
+                // a replica-set client holds a connection to the primary, one to a secondary and probes the rest
+                int slots = replicated ? 2 * config.seeds().size() + 2 : 2;
+                ucx.setProperty("maxConnections", Integer.toString(slots));
+                ucx.setProperty("memoryBudget", Long.toString((8L << 20) * slots / 2));
                 // the thread waiting for a reply drives the worker; the agent only serves async callers, so it parks
                 ucx.setProperty("idleStrategy", "light");
                 Transport t = Transports.load(Transports.UCX, ucx);

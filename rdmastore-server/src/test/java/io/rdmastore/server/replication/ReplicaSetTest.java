@@ -250,6 +250,46 @@ class ReplicaSetTest {
         assertEquals("1", servers[s].replicaSet().info().get("resyncs"), "it took the snapshot path");
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "ucx"})
+    @Timeout(90)
+    void theJavaClientFollowsAFailoverAndReadsFromSecondaries(String transport) throws Exception {
+        startAll(transport);
+        primary();
+        String uri = "rdmastore://127.0.0.1:" + ports[0] + ",127.0.0.1:" + ports[1] + ",127.0.0.1:" + ports[2]
+            + "?replicaSet=rs0&w=majority&transport=" + transport + "&timeout=3s";
+        List<String> acked = new ArrayList<>();
+        int unknown = 0;
+        try (RdmaStoreClient c = RdmaStoreClient.connect(uri)) {
+            assertEquals("rs0", c.topology().setName());
+            for (int i = 0; i < 100; i++) {
+                c.set("c" + i, "v" + i);
+                acked.add("c" + i);
+            }
+            int p = primary();
+            servers[p].close();
+            servers[p] = null;
+            for (int i = 100; i < 200; i++) {
+                try {
+                    c.set("c" + i, "v" + i);
+                    acked.add("c" + i);
+                } catch (io.rdmastore.client.RdmaStoreException e) {
+                    assertTrue(e.outcomeUnknown() || e.getMessage().contains("NOTPRIMARY"), e.toString());
+                    unknown++;
+                }
+            }
+            for (String k : acked) {
+                assertEquals("v" + k.substring(1), c.get(k), "an acknowledged w:majority write is lost");
+            }
+            assertTrue(acked.size() >= 190, "the client did not follow the failover: " + unknown + " failed writes");
+        }
+        try (RdmaStoreClient secondaryReader = RdmaStoreClient.connect(uri.replace("w=majority",
+            "readPreference=secondary"))) {
+            await("a secondary serves the last write", 10_000, () -> ("v" + acked.getLast().substring(1)).equals(
+                secondaryReader.get(acked.getLast())));
+        }
+    }
+
     private static void deleteTree(Path root) throws IOException {
         if (!Files.exists(root)) {
             return;
