@@ -137,6 +137,8 @@ public final class RdmaStoreServer implements AutoCloseable {
                 .serverInfo(this::respInfo)
                 .nativeClients(this::nativeClients)
                 .clientIds(clientIds::incrementAndGet)
+                .admission(this::admission)
+                .maxOutputBytes(config.maxPendingReplyBytes())
                 .config(new ConfigView()));
             tcpCtx.foreignProtocol(resp::initialize);
         }
@@ -198,10 +200,10 @@ public final class RdmaStoreServer implements AutoCloseable {
             connection.close();
             return new Refused("ERR server is shutting down");
         }
-        if (sessions.size() >= config.maxConnections()) {
-            LOG.info("refusing {}: max number of clients reached ({})", connection.remoteAddress(),
-                config.maxConnections());
-            return new Refused("ERR max number of clients reached (" + config.maxConnections() + ")");
+        String refusal = admission();
+        if (refusal != null) {
+            LOG.info("refusing {}: {}", connection.remoteAddress(), refusal);
+            return new Refused(refusal);
         }
         NativeSession s = new NativeSession(this, store, config, connection);
         sessions.put(s, clientIds.incrementAndGet());
@@ -209,6 +211,13 @@ public final class RdmaStoreServer implements AutoCloseable {
         LOG.debug("native client {} on {}: {}", connection.remoteAddress(), connection.transportName(),
             connection.selectionReason());
         return s;
+    }
+
+    /** {@code maxclients} counts native and RESP clients alike: null admits one more, else the refusal text. */
+    private String admission() {
+        int open = sessions.size() + (resp != null ? resp.connectedClients() : 0);
+        return open >= config.maxConnections()
+            ? "ERR max number of clients reached (" + config.maxConnections() + ")" : null;
     }
 
     /**

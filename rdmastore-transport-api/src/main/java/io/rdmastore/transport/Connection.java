@@ -36,6 +36,15 @@ public interface Connection extends AutoCloseable {
     int maxMessageLength();
 
     /**
+     * Caps what this connection buffers from its peer from now on: a message or frame whose announced body exceeds
+     * {@code bytes} closes the connection before its bytes are read. A server sets the handshake's size until the peer
+     * has authenticated, so an anonymous peer cannot make it hold more. Any thread. Default: no cap beyond the
+     * transport's own maximum (for transports whose inbound memory is bounded otherwise).
+     */
+    default void inboundLimit(int bytes) {
+    }
+
+    /**
      * Offers one message. Copies {@code message} before returning.
      *
      * @return {@link TransportStatus#OK}, or a negative status: {@link TransportStatus#BACK_PRESSURED} (retry later),

@@ -43,6 +43,11 @@ final class NegotiatedConnection implements Connection {
     }
 
     @Override
+    public void inboundLimit(int bytes) {
+        carrier.inboundLimit(bytes);
+    }
+
+    @Override
     public int offer(MemorySegment message) {
         return carrier.offer(message);
     }

@@ -63,6 +63,26 @@ public final class RespFace {
         private Supplier<? extends Collection<NativeClient>> nativeClients = List::of;
         private LongSupplier clientIds;
         private int port;
+        private Supplier<String> admission = () -> null;
+        private long maxOutputBytes = 1L << 30;
+
+        /**
+         * Decides whether one more client may connect (the server's {@code maxclients}, shared with native clients):
+         * returns null to admit, else the error text sent before the close. Called on an event loop. Default admits all.
+         */
+        public Context admission(Supplier<String> value) {
+            admission = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /**
+         * Most reply bytes queued for a client that does not read them; past it the client is disconnected, as by
+         * Redis's {@code client-output-buffer-limit}. 0 means no limit. Default 1 GiB.
+         */
+        public Context maxOutputBytes(long value) {
+            maxOutputBytes = value;
+            return this;
+        }
 
         /** The {@code requirepass} password of the {@code default} user; null or empty means none. Default none. */
         public Context password(String value) {
@@ -112,6 +132,9 @@ public final class RespFace {
         void conclude() {
             if (maxBulkLength < 1024 * 1024 || maxBulkLength > Integer.MAX_VALUE - 16) {
                 throw new IllegalArgumentException("maxBulkLength must be between 1 MB and 2 GB, got " + maxBulkLength);
+            }
+            if (maxOutputBytes < 0) {
+                throw new IllegalArgumentException("maxOutputBytes must be >= 0, got " + maxOutputBytes);
             }
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("port out of range: " + port);
@@ -217,6 +240,20 @@ public final class RespFace {
 
     int port() {
         return ctx.port;
+    }
+
+    /** Null when one more client may connect, else the refusal text. */
+    String admit() {
+        try {
+            return ctx.admission.get();
+        } catch (RuntimeException e) {
+            LOG.warn("admission hook failed", e);
+            return "ERR server error";
+        }
+    }
+
+    long maxOutputBytes() {
+        return ctx.maxOutputBytes;
     }
 
     String password() {

@@ -50,6 +50,7 @@ final class TcpConnection implements Connection {
     private volatile boolean closed;
     private volatile Throwable closeCause;
     private volatile Object attachment;
+    private volatile int inboundLimit = Integer.MAX_VALUE;
     /** Bytes handed to the event loop by other threads and not yet in Netty's outbound buffer. */
     private final AtomicLong queuedBytes = new AtomicLong();
     /** Writes handed to the event loop by other threads; the last one of a burst flushes. */
@@ -112,6 +113,19 @@ final class TcpConnection implements Connection {
     @Override
     public int maxMessageLength() {
         return ctx.maxMessageLength();
+    }
+
+    @Override
+    public void inboundLimit(int bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("inbound limit must be >= 0: " + bytes);
+        }
+        inboundLimit = bytes;
+    }
+
+    /** The cap set by {@link #inboundLimit(int)}; the frame decoder reads it per frame. */
+    int inboundLimit() {
+        return inboundLimit;
     }
 
     @Override

@@ -239,6 +239,13 @@ final class UcxConnection extends UcxConnectionBase {
             return;
         }
         long need = assembled + length;
+        if (need > maxMessageLength()) {
+            // The assembly grows with the fragments received, and never past the largest message this side accepts.
+            assembling = false;
+            assembly = null;
+            close(new TransportException("message exceeds the maximum of " + maxMessageLength() + " bytes"));
+            return;
+        }
         if (assembly == null || assembly.byteSize() < need) {
             long size = Math.max(need, assembly == null ? 1 << 20 : assembly.byteSize() * 2);
             MemorySegment bigger = Arena.ofAuto().allocate(Math.min(size, Math.max(need, maxMessageLength())));
