@@ -63,8 +63,8 @@ abstract class UcxConnectionBase implements Connection {
     /** Driver: takes the local slot and endpoint. */
     abstract void attachLocal(int slot, long slotAddress, UcpEndpoint ep);
 
-    /** Driver: the bytes of this side's OFFER for the peer. */
-    abstract byte[] offer(byte[] regionKey);
+    /** Driver: the bytes of this side's OFFER for the peer; {@code slotKey} covers this connection's memory only. */
+    abstract byte[] offer(byte[] slotKey);
 
     /** Driver: the peer's OFFER. */
     abstract void attachRemote(byte[] offer);
