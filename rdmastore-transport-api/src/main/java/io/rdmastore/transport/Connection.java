@@ -32,6 +32,11 @@ public interface Connection extends AutoCloseable {
     /** The peer's address on the bootstrap (control) socket. */
     InetSocketAddress remoteAddress();
 
+    /** This side's address on the bootstrap (control) socket; null where the transport has no socket. Any thread. */
+    default InetSocketAddress localAddress() {
+        return null;
+    }
+
     /** The largest message {@link #offer(MemorySegment)} accepts. */
     int maxMessageLength();
 

@@ -38,6 +38,11 @@ final class NegotiatedConnection implements Connection {
     }
 
     @Override
+    public InetSocketAddress localAddress() {
+        return carrier.localAddress();
+    }
+
+    @Override
     public int maxMessageLength() {
         return carrier.maxMessageLength();
     }

@@ -111,6 +111,11 @@ final class TcpConnection implements Connection {
     }
 
     @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) channel.localAddress();
+    }
+
+    @Override
     public int maxMessageLength() {
         return ctx.maxMessageLength();
     }

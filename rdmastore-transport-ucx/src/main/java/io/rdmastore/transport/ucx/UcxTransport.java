@@ -59,6 +59,8 @@ public final class UcxTransport implements UpgradeTransport {
         private int maxMessageLength = Integer.getInteger("rdmastore.ucx.maxMessageLength", (512 << 20) + (64 << 10));
         private String name = "ucx";
         private boolean allowTcpWire = Boolean.getBoolean("rdmastore.ucx.allowTcp");
+        /** The pid the capability declares; 0 = this process's. Tests set another to play a lying peer. */
+        long declaredPid;
         private boolean crossMemoryReads = Boolean.parseBoolean(
             System.getProperty("rdmastore.ucx.crossMemoryReads", "true"));
 
@@ -326,7 +328,8 @@ public final class UcxTransport implements UpgradeTransport {
         // the trailer (pid namespace, pid) lets a peer on this host read lent memory with process_vm_readv; peers
         // that predate it ignore trailing bytes
         capability = ByteBuffer.allocate(1 + host.length + 4 + address.length + 16).put((byte) host.length).put(host)
-            .putInt(address.length).put(address).putLong(CrossMemoryAttach.PID_NAMESPACE).putLong(CrossMemoryAttach.PID)
+            .putInt(address.length).put(address).putLong(CrossMemoryAttach.PID_NAMESPACE)
+            .putLong(ctx.declaredPid != 0 ? ctx.declaredPid : CrossMemoryAttach.PID)
             .array();
         if (ctx.messaging.equals("am")) {
             am = new AmDispatcher(this, worker);
