@@ -23,6 +23,9 @@ import java.util.List;
  * another process (SCM_RIGHTS) makes that process its peer too: it chose to. Threads: any thread; stateless.
  */
 final class PeerCredentials {
+    /** The start of the reason when the declared process does not exist. */
+    static final String NO_PROCESS = "there is no process ";
+
     private PeerCredentials() {
     }
 
@@ -67,7 +70,7 @@ final class PeerCredentials {
         String want = "socket:[" + inode + "]";
         Path dir = Path.of("/proc", Long.toString(pid), "fd");
         if (!Files.exists(Path.of("/proc", Long.toString(pid)))) {
-            return Verdict.refuted("no process " + pid);
+            return Verdict.refuted(NO_PROCESS + pid + " (the peer has exited, or named a pid not its own)");
         }
         try (DirectoryStream<Path> fds = Files.newDirectoryStream(dir)) {
             for (Path fd : fds) {

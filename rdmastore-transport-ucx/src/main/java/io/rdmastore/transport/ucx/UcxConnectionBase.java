@@ -356,8 +356,13 @@ abstract class UcxConnectionBase implements Connection {
                 crossMemoryReads = false;
                 if (v.refuted()) {
                     refutedPid = v.reason();
-                    LOG.warn("{}: declared pid {} is not its own ({}); its one-sided reads are refused",
-                        control.remoteAddress(), peer.pid(), v.reason());
+                    if (v.reason().startsWith(PeerCredentials.NO_PROCESS)) {
+                        LOG.info("{}: declared pid {} does not exist; its one-sided reads fail",
+                            control.remoteAddress(), peer.pid());
+                    } else {
+                        LOG.warn("{}: declared pid {} is not its own ({}); its one-sided reads are refused",
+                            control.remoteAddress(), peer.pid(), v.reason());
+                    }
                     f.completeExceptionally(new TransportException("one-sided read refused: the peer declared pid "
                         + peer.pid() + ", but " + v.reason()));
                     return true;
