@@ -73,6 +73,8 @@ public final class RdmaStoreServer implements AutoCloseable {
     private Network network;
     private Listener listener;
     private RespFace resp;
+    /** The password clients present in HELLO (UTF-8), null for none; CONFIG SET requirepass replaces it. */
+    private volatile byte[] password;
     private volatile int port;
     private volatile boolean closed;
     private boolean started;
@@ -138,6 +140,7 @@ public final class RdmaStoreServer implements AutoCloseable {
                 .nativeClients(this::nativeClients)
                 .clientIds(clientIds::incrementAndGet)
                 .admission(this::admission)
+                .passwordChanged(p -> password = p == null ? null : p.getBytes(StandardCharsets.UTF_8))
                 .maxOutputBytes(config.maxPendingReplyBytes())
                 .config(new ConfigView()));
             tcpCtx.foreignProtocol(resp::initialize);
@@ -181,13 +184,14 @@ public final class RdmaStoreServer implements AutoCloseable {
         }
     }
 
+    /** One password for every face: HELLO checks the one RESP's CONFIG SET requirepass last set (or the config's). */
     private Authenticator authenticator() {
-        String password = config.password();
-        if (password == null) {
-            return Authenticator.NONE;
-        }
-        byte[] expected = password.getBytes(StandardCharsets.UTF_8);
+        password = config.password() == null ? null : config.password().getBytes(StandardCharsets.UTF_8);
         return credentials -> {
+            byte[] expected = password;
+            if (expected == null) {
+                return null;
+            }
             if (credentials.length == 0) {
                 return "NOAUTH password required";
             }

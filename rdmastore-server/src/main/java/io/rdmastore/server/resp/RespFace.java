@@ -64,7 +64,17 @@ public final class RespFace {
         private LongSupplier clientIds;
         private int port;
         private Supplier<String> admission = () -> null;
+        private java.util.function.Consumer<String> passwordChanged = p -> { };
         private long maxOutputBytes = 1L << 30;
+
+        /**
+         * Told the new password (null: none) when CONFIG SET requirepass changes it, so the server's other faces (the
+         * native protocol's HELLO) use the same one. Called on an event loop. Default: nothing.
+         */
+        public Context passwordChanged(java.util.function.Consumer<String> value) {
+            passwordChanged = Objects.requireNonNull(value);
+            return this;
+        }
 
         /**
          * Decides whether one more client may connect (the server's {@code maxclients}, shared with native clients):
@@ -292,7 +302,9 @@ public final class RespFace {
         switch (name) {
             case "requirepass" -> {
                 password = value.isEmpty() ? null : value;
-                LOG.info("RESP requirepass {}", password == null ? "cleared" : "changed");
+                // Connections already authenticated keep their sessions, as in Redis; new ones need the new password.
+                ctx.passwordChanged.accept(password);
+                LOG.info("requirepass {} (RESP and native)", password == null ? "cleared" : "changed");
                 return null;
             }
             case "proto-max-bulk-len" -> {
