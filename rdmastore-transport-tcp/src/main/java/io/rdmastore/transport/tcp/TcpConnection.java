@@ -550,6 +550,11 @@ final class TcpConnection implements Connection {
     @Override
     public void close() {
         closed = true;
+        if (!channel.isOpen() || channel.eventLoop().isShuttingDown()) {
+            // Closed already, or its event loop is stopping and closes it: a listener could no longer be notified
+            // there (Netty would log "Failed to submit a listener notification task" with a stack trace).
+            return;
+        }
         // flush first: a reply offered just before close (a handshake REJECT, an error) must reach the peer
         channel.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER)
             .addListener(io.netty.channel.ChannelFutureListener.CLOSE);
