@@ -76,6 +76,8 @@ public final class RdmaStoreServer implements AutoCloseable {
     private Listener listener;
     private RespFace resp;
     private ReplicaSet replicaSet;
+    /** The password clients present in HELLO (UTF-8), null for none; CONFIG SET requirepass replaces it. */
+    private volatile byte[] password;
     private volatile int port;
     private volatile boolean closed;
     private boolean started;
@@ -140,6 +142,9 @@ public final class RdmaStoreServer implements AutoCloseable {
                 .serverInfo(this::respInfo)
                 .nativeClients(this::nativeClients)
                 .clientIds(clientIds::incrementAndGet)
+                .admission(this::admission)
+                .passwordChanged(p -> password = p == null ? null : p.getBytes(StandardCharsets.UTF_8))
+                .maxOutputBytes(config.maxPendingReplyBytes())
                 .config(new ConfigView()));
             tcpCtx.foreignProtocol(resp::initialize);
         }
@@ -190,13 +195,14 @@ public final class RdmaStoreServer implements AutoCloseable {
         }
     }
 
+    /** One password for every face: HELLO checks the one RESP's CONFIG SET requirepass last set (or the config's). */
     private Authenticator authenticator() {
-        String password = config.password();
-        if (password == null) {
-            return Authenticator.NONE;
-        }
-        byte[] expected = password.getBytes(StandardCharsets.UTF_8);
+        password = config.password() == null ? null : config.password().getBytes(StandardCharsets.UTF_8);
         return credentials -> {
+            byte[] expected = password;
+            if (expected == null) {
+                return null;
+            }
             if (credentials.length == 0) {
                 return "NOAUTH password required";
             }
@@ -209,10 +215,10 @@ public final class RdmaStoreServer implements AutoCloseable {
             connection.close();
             return new Refused("ERR server is shutting down");
         }
-        if (sessions.size() >= config.maxConnections()) {
-            LOG.info("refusing {}: max number of clients reached ({})", connection.remoteAddress(),
-                config.maxConnections());
-            return new Refused("ERR max number of clients reached (" + config.maxConnections() + ")");
+        String refusal = admission();
+        if (refusal != null) {
+            LOG.info("refusing {}: {}", connection.remoteAddress(), refusal);
+            return new Refused(refusal);
         }
         NativeSession s = new NativeSession(this, store, config, connection);
         sessions.put(s, clientIds.incrementAndGet());
@@ -220,6 +226,13 @@ public final class RdmaStoreServer implements AutoCloseable {
         LOG.debug("native client {} on {}: {}", connection.remoteAddress(), connection.transportName(),
             connection.selectionReason());
         return s;
+    }
+
+    /** {@code maxclients} counts native and RESP clients alike: null admits one more, else the refusal text. */
+    private String admission() {
+        int open = sessions.size() + (resp != null ? resp.connectedClients() : 0);
+        return open >= config.maxConnections()
+            ? "ERR max number of clients reached (" + config.maxConnections() + ")" : null;
     }
 
     /**

@@ -102,7 +102,8 @@ public final class ServerConfig {
         return this;
     }
 
-    /** Most native connections at once; one more is told "ERR max number of clients reached" and closed. */
+    /** Most clients at once, native and RESP together ({@code maxclients}); one more is told "ERR max number of
+     * clients reached" and closed. */
     public ServerConfig maxConnections(int value) {
         maxConnections = value;
         return this;

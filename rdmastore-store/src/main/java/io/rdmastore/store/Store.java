@@ -501,6 +501,9 @@ public final class Store implements AutoCloseable {
         }
         if (config.fsync() == FsyncPolicy.ALWAYS) {
             log.syncTo(ticket);
+        } else if (config.fsync() == FsyncPolicy.EVERYSEC) {
+            // As Redis does: the write reaches the OS before the reply, so only a machine crash can lose it.
+            log.writeTo(ticket);
         }
         Runnable l = appendListener;
         if (l != null) {

@@ -63,6 +63,36 @@ public final class RespFace {
         private Supplier<? extends Collection<NativeClient>> nativeClients = List::of;
         private LongSupplier clientIds;
         private int port;
+        private Supplier<String> admission = () -> null;
+        private java.util.function.Consumer<String> passwordChanged = p -> { };
+        private long maxOutputBytes = 1L << 30;
+
+        /**
+         * Told the new password (null: none) when CONFIG SET requirepass changes it, so the server's other faces (the
+         * native protocol's HELLO) use the same one. Called on an event loop. Default: nothing.
+         */
+        public Context passwordChanged(java.util.function.Consumer<String> value) {
+            passwordChanged = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /**
+         * Decides whether one more client may connect (the server's {@code maxclients}, shared with native clients):
+         * returns null to admit, else the error text sent before the close. Called on an event loop. Default admits all.
+         */
+        public Context admission(Supplier<String> value) {
+            admission = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /**
+         * Most reply bytes queued for a client that does not read them; past it the client is disconnected, as by
+         * Redis's {@code client-output-buffer-limit}. 0 means no limit. Default 1 GiB.
+         */
+        public Context maxOutputBytes(long value) {
+            maxOutputBytes = value;
+            return this;
+        }
 
         /** The {@code requirepass} password of the {@code default} user; null or empty means none. Default none. */
         public Context password(String value) {
@@ -112,6 +142,9 @@ public final class RespFace {
         void conclude() {
             if (maxBulkLength < 1024 * 1024 || maxBulkLength > Integer.MAX_VALUE - 16) {
                 throw new IllegalArgumentException("maxBulkLength must be between 1 MB and 2 GB, got " + maxBulkLength);
+            }
+            if (maxOutputBytes < 0) {
+                throw new IllegalArgumentException("maxOutputBytes must be >= 0, got " + maxOutputBytes);
             }
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("port out of range: " + port);
@@ -219,6 +252,20 @@ public final class RespFace {
         return ctx.port;
     }
 
+    /** Null when one more client may connect, else the refusal text. */
+    String admit() {
+        try {
+            return ctx.admission.get();
+        } catch (RuntimeException e) {
+            LOG.warn("admission hook failed", e);
+            return "ERR server error";
+        }
+    }
+
+    long maxOutputBytes() {
+        return ctx.maxOutputBytes;
+    }
+
     String password() {
         return password;
     }
@@ -255,7 +302,9 @@ public final class RespFace {
         switch (name) {
             case "requirepass" -> {
                 password = value.isEmpty() ? null : value;
-                LOG.info("RESP requirepass {}", password == null ? "cleared" : "changed");
+                // Connections already authenticated keep their sessions, as in Redis; new ones need the new password.
+                ctx.passwordChanged.accept(password);
+                LOG.info("requirepass {} (RESP and native)", password == null ? "cleared" : "changed");
                 return null;
             }
             case "proto-max-bulk-len" -> {
