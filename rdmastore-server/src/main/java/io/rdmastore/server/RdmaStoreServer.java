@@ -139,6 +139,7 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (config.resp()) {
             resp = new RespFace(store, new RespFace.Context()
                 .password(config.password())
+                .version(VERSION)
                 .serverInfo(this::respInfo)
                 .nativeClients(this::nativeClients)
                 .clientIds(clientIds::incrementAndGet)

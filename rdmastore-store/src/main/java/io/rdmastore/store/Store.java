@@ -839,6 +839,40 @@ public final class Store implements AutoCloseable {
         return true;
     }
 
+    /**
+     * COPY: writes a copy of {@code from}'s value, with its TTL, to {@code to} (a blob value shares its file).
+     *
+     * @return false when {@code to} exists and {@code replace} is not set, or {@code from} is {@code to}
+     * @throws NoSuchKeyException when {@code from} does not exist
+     */
+    public boolean copy(byte[] from, byte[] to, boolean replace) {
+        checkOpen();
+        Key a = key(from);
+        Key b = key(to);
+        long ticket;
+        Lock[] locks = lockShards(shardIndexes(new Key[] {a, b}), true);
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            Keyspace.Entry e = liveWrite(keyspace.shard(a), a, now, f);
+            Keyspace.Entry target = a.equals(b) ? e : liveWrite(keyspace.shard(b), b, now, f);
+            if (e == null) {
+                commit(f);
+                throw new NoSuchKeyException();
+            }
+            if (a.equals(b) || (target != null && !replace)) {
+                ticket = commit(f);
+                return false;
+            }
+            encodeEntry(f, b, e);
+            ticket = commit(f);
+        } finally {
+            unlock(locks);
+        }
+        durable(ticket);
+        return true;
+    }
+
     private static void encodeEntry(FrameBuilder f, Key k, Keyspace.Entry e) {
         if (e.type == Keyspace.STRING) {
             Keyspace.encodeString(f, k, e);
@@ -1335,6 +1369,25 @@ public final class Store implements AutoCloseable {
             checkValue(offset + bytes.length);
             writeAt(f, k, e, offset, bytes);
             return Math.max(cur, offset + bytes.length);
+        });
+    }
+
+    /** SETBIT: sets or clears one bit (bit 0 is the high bit of byte 0), zero-padding; returns the old bit. */
+    public int setBit(byte[] key, long bitOffset, boolean on) {
+        if (bitOffset < 0) {
+            throw new BadRequestException("bit offset is not an integer or out of range");
+        }
+        long at = bitOffset >>> 3;
+        int mask = 1 << (7 - (int) (bitOffset & 7));
+        return writeKey(key, (k, e, f, now) -> {
+            requireString(e);
+            int old = e == null || at >= e.length ? 0 : Keyspace.value(e).get(ValueLayout.JAVA_BYTE, at) & 0xff;
+            int nv = on ? old | mask : old & ~mask;
+            if (e == null || nv != old || at >= e.length) {
+                checkValue(at + 1);
+                writeAt(f, k, e, at, new byte[] {(byte) nv});
+            }
+            return (old & mask) != 0 ? 1 : 0;
         });
     }
 

@@ -65,6 +65,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     volatile long commandsTotal;
     volatile String remote = "?";
 
+    /** The command being run, set once its arity and authentication passed; null for a rejected one. */
+    RespCommand current;
+
     // per-connection scratch for the commands, so the hot path allocates nothing for them
     long num;
     final SetOptions setOptions = new SetOptions();
@@ -82,6 +85,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         this.face = face;
         this.id = id;
         this.authenticated = authenticated;
+        if (face != null) {
+            w.errorSink = face::countError;
+        }
     }
 
     @Override
@@ -422,6 +428,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     private void dispatch() {
         commandsInBatch++;
+        long started = System.nanoTime();
+        long errorsBefore = w.errors;
+        current = null;
         try {
             face.commands.execute(this, argv, argc);
         } catch (ReadOnlyException e) {
@@ -433,6 +442,17 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             // A bug or an unexpected store failure: the client gets an error, the connection and server live on.
             LOG.warn("RESP client {} at {}: command {} failed", id, remote, lastCommand, e);
             out().error("ERR internal error: " + e);
+        }
+        RespCommand cmd = current;
+        if (cmd != null) {
+            int i = cmd.ordinal();
+            face.commandCalls[i].increment();
+            face.commandMicros[i].add((System.nanoTime() - started) / 1000);
+            if (w.errors != errorsBefore) {
+                face.commandFailed[i].increment();
+            }
+        } else {
+            face.commandsRejected.increment();
         }
         Arrays.fill(argv, 0, argc, null);
         argc = 0;
