@@ -215,6 +215,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         puller.start();
         // Keep a warm connection to every member: an election's PREPARE must not wait for a connection set-up.
         warmer.scheduleWithFixedDelay(this::warmPeers, 0, 1, TimeUnit.SECONDS);
+        // Events can race (a leader notified before Ratis calls it ready): reconcile with Ratis's view regularly.
+        timers.scheduleWithFixedDelay(() -> control.execute(this::reconcile), 250, 250, TimeUnit.MILLISECONDS);
         controlPlane = ControlPlane.start(config.setName(), config.nodeId(), members, dataDir.resolve("raft"), this,
             new ControlConfig());
         LOG.info("{}: control plane started (Ratis port {}), term accepted so far {}", config, config.raftPort(
@@ -249,6 +251,22 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         } else {
             // Still a secondary: refused writes now name the new primary.
             store.allowWrites(false, "NOTPRIMARY " + notPrimaryText());
+        }
+    }
+
+    /** On the control thread: makes the role agree with Ratis's view when an event was missed or came too early. */
+    private void reconcile() {
+        ControlPlane cp = controlPlane;
+        if (closed || cp == null) {
+            return;
+        }
+        boolean leader = cp.isLeader();
+        long term = cp.term();
+        if (leader && (role != Role.PRIMARY || primaryTerm != term)) {
+            LOG.info("reconciling: Ratis leader of term {} but {}; taking the term", term, role);
+            becomePrimary(term);
+        } else if (!leader && (role == Role.PRIMARY || role == Role.CANDIDATE)) {
+            stepDown("Ratis no longer sees this member as leader (term " + term + ")");
         }
     }
 
