@@ -176,6 +176,10 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private volatile long lastRoundSeen;
     private volatile long primaryCommitIndex;
     private volatile long resyncs;
+    /** Redis's min-replicas-to-write / min-replicas-max-lag: 0 replicas means no such rule. */
+    private volatile int minReplicasToWrite;
+    private volatile int minReplicasMaxLagSeconds = 10;
+    private volatile boolean tooFewReplicas;
     private volatile long rollbacks;
 
     public ReplicaSet(Store store, ReplicaSetConfig config, Path dataDir, String password) {
@@ -215,6 +219,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         puller.start();
         // Keep a warm connection to every member: an election's PREPARE must not wait for a connection set-up.
         warmer.scheduleWithFixedDelay(this::warmPeers, 0, 1, TimeUnit.SECONDS);
+        timers.scheduleWithFixedDelay(this::checkGoodReplicas, 100, 100, TimeUnit.MILLISECONDS);
         // Events can race (a leader notified before Ratis calls it ready): reconcile with Ratis's view regularly.
         timers.scheduleWithFixedDelay(() -> control.execute(this::reconcile), 250, 250, TimeUnit.MILLISECONDS);
         controlPlane = ControlPlane.start(config.setName(), config.nodeId(), members, dataDir.resolve("raft"), this,
@@ -251,6 +256,43 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         } else {
             // Still a secondary: refused writes now name the new primary.
             store.allowWrites(false, "NOTPRIMARY " + notPrimaryText());
+        }
+    }
+
+    /** Redis's min-replicas-to-write: the primary refuses writes while fewer secondaries are in touch. */
+    public void minReplicasToWrite(int n) {
+        minReplicasToWrite = n;
+        checkGoodReplicas();
+    }
+
+    /** Redis's min-replicas-max-lag, in seconds: how recent a secondary's last pull must be to count. */
+    public void minReplicasMaxLagSeconds(int seconds) {
+        minReplicasMaxLagSeconds = seconds;
+        checkGoodReplicas();
+    }
+
+    /** Refuses or lets in writes on the primary as min-replicas-to-write says. */
+    private void checkGoodReplicas() {
+        synchronized (memberLock) {
+            if (role != Role.PRIMARY) {
+                tooFewReplicas = false;
+                return;
+            }
+            long now = System.nanoTime();
+            long maxLag = TimeUnit.SECONDS.toNanos(minReplicasMaxLagSeconds);
+            int good = 0;
+            for (Progress p : progress.values()) {
+                if (now - p.lastContactNanos <= maxLag) {
+                    good++;
+                }
+            }
+            boolean tooFew = minReplicasToWrite > 0 && good < minReplicasToWrite;
+            if (tooFew != tooFewReplicas) {
+                tooFewReplicas = tooFew;
+                store.allowWrites(!tooFew, tooFew ? "NOREPLICAS Not enough good replicas to write." : null);
+                LOG.info("{} writes: {} of {} required secondaries in touch", tooFew ? "refusing" : "accepting", good,
+                    minReplicasToWrite);
+            }
         }
     }
 
@@ -352,6 +394,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 return;
             }
             progress.clear();
+            tooFewReplicas = false;
             store.term(term);
             primaryTerm = term;
             role = Role.PRIMARY;
