@@ -160,8 +160,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private final AtomicLong transferIds = new AtomicLong(System.currentTimeMillis());
     private final Map<Long, Path> transferFiles = new ConcurrentHashMap<>();
     private ControlPlane controlPlane;
-    /** Guarded by memberLock; persisted before it is acted on. */
-    private long acceptedTerm;
+    /** Written under memberLock (persisted before it is acted on); read anywhere. */
+    private volatile long acceptedTerm;
     private volatile Role role = Role.STARTING;
     /** The term this member is primary of (meaningful while role is PRIMARY). */
     private volatile long primaryTerm;
@@ -273,6 +273,9 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
 
     /** Refuses or lets in writes on the primary as min-replicas-to-write says. */
     private void checkGoodReplicas() {
+        if (role != Role.PRIMARY && !tooFewReplicas) {
+            return; // a secondary: never wait for memberLock, an apply may hold it
+        }
         synchronized (memberLock) {
             if (role != Role.PRIMARY) {
                 tooFewReplicas = false;
@@ -485,7 +488,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 + config.setName() + " and the request did not present its key");
         }
         return switch (opcode) {
-            case ProtocolDescriptor.REPL_PREPARE -> onPrepare(id, r);
+            case ProtocolDescriptor.REPL_PREPARE -> onPrepare(id, r, replier);
             case ProtocolDescriptor.REPL_FETCH -> onFetch(id, r, replier);
             case ProtocolDescriptor.REPL_SNAPSHOT -> onSnapshot(id, r, replier);
             case ProtocolDescriptor.REPL_READ -> onRead(id, r);
@@ -494,10 +497,20 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         };
     }
 
-    private byte[] onPrepare(long id, WireReader r) {
+    /**
+     * A promise waits for an apply in progress (they must not interleave), so it is answered off the transport
+     * thread.
+     */
+    private byte[] onPrepare(long id, WireReader r, Replier replier) {
         long term = r.i64("term");
         String candidate = r.string("candidate", 256);
         r.end();
+        Object placeholder = replier.defer();
+        rpc.execute(() -> replier.complete(placeholder, prepareReply(id, term, candidate)));
+        return null;
+    }
+
+    private byte[] prepareReply(long id, long term, String candidate) {
         long[] pos;
         long accepted;
         synchronized (memberLock) {
@@ -523,14 +536,18 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         int maxBytes = r.i32("maxBytes");
         int waitMillis = r.i32("waitMillis");
         r.end();
-        synchronized (memberLock) {
-            if (term > acceptedTerm) {
-                promiseLocked(term);
-                return error(id, "NOTPRIMARY this member does not lead term " + term);
-            }
-            if (term < acceptedTerm) {
-                return error(id, "STALETERM " + acceptedTerm);
-            }
+        long accepted = acceptedTerm;
+        if (term > accepted) {
+            // A newer term exists: adopt it (off this thread: a promise waits for an apply in progress).
+            rpc.execute(() -> {
+                synchronized (memberLock) {
+                    promiseLocked(term);
+                }
+            });
+            return error(id, "NOTPRIMARY this member does not lead term " + term);
+        }
+        if (term < accepted) {
+            return error(id, "STALETERM " + accepted);
         }
         boolean primary = role == Role.PRIMARY && primaryTerm == term;
         if (primary) {
@@ -599,27 +616,20 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
         WireWriter w = new WireWriter((int) Math.min(Integer.MAX_VALUE - 64, size))
             .header(ProtocolDescriptor.STATUS_OK, id)
-            .i64(role == Role.PRIMARY ? primaryTerm : acceptedTermUnlocked()).i64(commitIndex())
-            .i64(confirmRounds.get()).i32(entries.size());
+            .i64(role == Role.PRIMARY ? primaryTerm : acceptedTerm).u8(role == Role.PRIMARY ? 1 : 0)
+            .i64(commitIndex()).i64(confirmRounds.get()).i32(entries.size());
         for (Oplog.Entry e : entries) {
             w.i64(e.term()).i64(e.index()).bytes(e.frame());
         }
         return w.toByteArray();
     }
 
-    private long acceptedTermUnlocked() {
-        synchronized (memberLock) {
-            return acceptedTerm;
-        }
-    }
 
     private byte[] onSnapshot(long id, WireReader r, Replier replier) {
         long term = r.i64("term");
         r.end();
-        synchronized (memberLock) {
-            if (term < acceptedTerm) {
-                return error(id, "STALETERM " + acceptedTerm);
-            }
+        if (term < acceptedTerm) {
+            return error(id, "STALETERM " + acceptedTerm);
         }
         Object placeholder = replier.defer();
         transfers.execute(() -> {
@@ -732,13 +742,12 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
     }
 
-    /** Applies records from {@code from}, copying the blob files they name first. The caller holds memberLock. */
-    private void apply(String from, List<Oplog.Entry> entries) throws IOException {
+    /** Copies the blob files that {@code entries} name and this member lacks (network I/O: never under memberLock). */
+    private void copyMissingBlobs(String from, List<Oplog.Entry> entries) throws IOException {
         List<long[]> blobs = store.missingBlobs(entries);
         if (!blobs.isEmpty()) {
             copyBlobs(from, blobs);
         }
-        store.applyReplicated(entries);
     }
 
     private byte[] onTerms(long id, WireReader r) {
@@ -954,7 +963,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     }
 
     /** A FETCH reply as the secondary reads it. */
-    private record Batch(long term, long commitIndex, long round, List<Oplog.Entry> entries) {
+    private record Batch(long term, boolean fromPrimary, long commitIndex, long round, List<Oplog.Entry> entries) {
     }
 
     private Batch fetch(String from, long term, long[] prev, long ack, long round, int waitMillis) {
@@ -963,6 +972,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             .string(config.nodeId()).i64(prev[0]).i64(prev[1]).i64(ack).i64(round).i32((int) config.maxBatchBytes())
             .i32(waitMillis), (st, r) -> {
                 long t = r.i64("term");
+                boolean fromPrimary = r.u8("primary") == 1;
                 long commit = r.i64("commit");
                 long rd = r.i64("round");
                 int n = r.i32("count");
@@ -973,7 +983,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                     entries.add(new Oplog.Entry(et, ei, r.bytes("frame", Integer.MAX_VALUE - 64)));
                 }
                 r.end();
-                return new Batch(t, commit, rd, entries);
+                return new Batch(t, fromPrimary, commit, rd, entries);
             }, config.peerTimeout().plus(Duration.ofMillis(waitMillis)));
         return p.await(call, config.peerTimeout().plus(Duration.ofMillis(waitMillis)));
     }
@@ -1002,6 +1012,12 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 }
                 lastPullNanos = System.nanoTime();
                 failures = 0;
+                if (!b.fromPrimary()) {
+                    // the member stopped leading while this pull waited: its records are not the set's
+                    sleep(10);
+                    continue;
+                }
+                copyMissingBlobs(target, b.entries());
                 synchronized (memberLock) {
                     if (b.term() < acceptedTerm || role != Role.SECONDARY) {
                         continue;
@@ -1010,7 +1026,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                         promiseLocked(b.term());
                     }
                     if (!b.entries().isEmpty()) {
-                        apply(target, b.entries());
+                        store.applyReplicated(b.entries());
                     }
                 }
                 primaryCommitIndex = b.commitIndex();
@@ -1082,8 +1098,9 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 if (b.entries().isEmpty()) {
                     throw new IllegalStateException(from + " returned nothing after index " + prev[1]);
                 }
+                copyMissingBlobs(from, b.entries());
                 synchronized (memberLock) {
-                    apply(from, b.entries());
+                    store.applyReplicated(b.entries());
                 }
             } catch (RdmaStoreServerException e) {
                 String m = String.valueOf(e.getMessage());
@@ -1186,7 +1203,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
 
     /** The term of the current primary as this member knows it. */
     public long term() {
-        return role == Role.PRIMARY ? primaryTerm : Math.max(leaderTerm, acceptedTermUnlocked());
+        return role == Role.PRIMARY ? primaryTerm : Math.max(leaderTerm, acceptedTerm);
     }
 
     /** The id of the primary, or null when unknown. */
