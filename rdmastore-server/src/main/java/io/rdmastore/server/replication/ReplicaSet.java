@@ -535,6 +535,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         long round = r.i64("round");
         int maxBytes = r.i32("maxBytes");
         int waitMillis = r.i32("waitMillis");
+        boolean catchUp = r.u8("catchUp") == 1;
         r.end();
         long accepted = acceptedTerm;
         if (term > accepted) {
@@ -562,7 +563,9 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 p.round = round;
             }
             checkWaiters();
-        } else if (role == Role.PRIMARY || role == Role.CANDIDATE) {
+        } else if (!catchUp || role == Role.PRIMARY || role == Role.CANDIDATE) {
+            // Only a candidate catching up reads a member that does not lead: a secondary that took DIVERGED or a
+            // snapshot from a stale member could lose records a majority acknowledged.
             return error(id, "NOTPRIMARY this member does not lead term " + term);
         }
         Oplog oplog = store.oplog();
@@ -627,9 +630,13 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
 
     private byte[] onSnapshot(long id, WireReader r, Replier replier) {
         long term = r.i64("term");
+        boolean catchUp = r.u8("catchUp") == 1;
         r.end();
         if (term < acceptedTerm) {
             return error(id, "STALETERM " + acceptedTerm);
+        }
+        if (!(role == Role.PRIMARY && primaryTerm == term) && (!catchUp || role == Role.CANDIDATE)) {
+            return error(id, "NOTPRIMARY this member does not lead term " + term);
         }
         Object placeholder = replier.defer();
         transfers.execute(() -> {
@@ -966,11 +973,11 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private record Batch(long term, boolean fromPrimary, long commitIndex, long round, List<Oplog.Entry> entries) {
     }
 
-    private Batch fetch(String from, long term, long[] prev, long ack, long round, int waitMillis) {
+    private Batch fetch(String from, long term, long[] prev, long ack, long round, int waitMillis, boolean catchUp) {
         PeerChannel p = peer(from);
         CompletableFuture<Batch> call = p.call(ProtocolDescriptor.REPL_FETCH, w -> w.string(config.key()).i64(term)
             .string(config.nodeId()).i64(prev[0]).i64(prev[1]).i64(ack).i64(round).i32((int) config.maxBatchBytes())
-            .i32(waitMillis), (st, r) -> {
+            .i32(waitMillis).u8(catchUp ? 1 : 0), (st, r) -> {
                 long t = r.i64("term");
                 boolean fromPrimary = r.u8("primary") == 1;
                 long commit = r.i64("commit");
@@ -1003,7 +1010,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             }
             try {
                 long[] prev = store.lastPosition();
-                Batch b = fetch(target, term, prev, prev[1], lastRoundSeen, (int) config.fetchWait().toMillis());
+                Batch b = fetch(target, term, prev, prev[1], lastRoundSeen, (int) config.fetchWait().toMillis(), false);
                 String pullingFromBefore = pullingFrom;
                 pullingFrom = target;
                 if (!target.equals(pullingFromBefore)) {
@@ -1078,7 +1085,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             synchronized (memberLock) {
                 term = acceptedTerm;
             }
-            resync(from, term, diverged);
+            resync(from, term, diverged, false);
         } catch (IOException | RuntimeException e) {
             LOG.warn("resync from {} failed: {}", from, e.toString());
             dropPeer(from);
@@ -1094,7 +1101,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             }
             long[] prev = store.lastPosition();
             try {
-                Batch b = fetch(from, term, prev, 0, 0, 0);
+                Batch b = fetch(from, term, prev, 0, 0, 0, true);
                 if (b.entries().isEmpty()) {
                     throw new IllegalStateException(from + " returned nothing after index " + prev[1]);
                 }
@@ -1105,7 +1112,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             } catch (RdmaStoreServerException e) {
                 String m = String.valueOf(e.getMessage());
                 if (m.startsWith("DIVERGED") || m.startsWith("TOOOLD")) {
-                    resync(from, term, m.startsWith("DIVERGED"));
+                    resync(from, term, m.startsWith("DIVERGED"), true);
                 } else {
                     throw e;
                 }
@@ -1117,13 +1124,14 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
      * Replaces this member's data with a snapshot of {@code from}'s, keeping what this log holds beyond the common
      * prefix in a rollback file first when the logs diverged.
      */
-    private void resync(String from, long term, boolean diverged) throws IOException {
+    private void resync(String from, long term, boolean diverged, boolean catchUp) throws IOException {
         long started = System.nanoTime();
         PeerChannel p = peer(from);
         if (diverged) {
             keepRollback(from);
         }
-        long[] snap = p.await(p.call(ProtocolDescriptor.REPL_SNAPSHOT, w -> w.string(config.key()).i64(term),
+        long[] snap = p.await(p.call(ProtocolDescriptor.REPL_SNAPSHOT, w -> w.string(config.key()).i64(term)
+            .u8(catchUp ? 1 : 0),
             (st, r) -> new long[] {r.i64("handle"), r.i64("term"), r.i64("index"), r.i64("size")},
             Duration.ofMinutes(10)), Duration.ofMinutes(10));
         Path part = dataDir.resolve("resync-snapshot.rsnap.tmp");
