@@ -838,7 +838,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         for (Waiter w : waiters) {
             boolean ok;
             if (w.round > 0) {
-                ok = confirmedAt(w.round) >= majority();
+                ok = confirmedAt(w.round) >= majority() && 1 + secondariesAt(w.index) >= majority();
             } else if (w.majority) {
                 ok = 1 + secondariesAt(w.index) >= majority();
             } else {
@@ -882,14 +882,19 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
 
     /**
      * A read fence: completes once a majority of the set has confirmed, after this call, that this member is still
-     * the primary of its term (each secondary's next pull echoes the round). Fails with NOTPRIMARY or TIMEOUT.
+     * the primary of its term (each secondary's next pull echoes the round), and a majority holds every record this
+     * member held when the fence began (so nothing read before it can be rolled back). Fails with NOTPRIMARY or
+     * TIMEOUT.
      */
     public CompletableFuture<Long> confirmPrimary(long timeoutMillis) {
         if (role != Role.PRIMARY) {
             return CompletableFuture.failedFuture(new IllegalStateException("NOTPRIMARY " + notPrimaryText()));
         }
+        // The read before the fence saw at most what the log holds now: that must be on a majority too, or a
+        // write that is later rolled back could have been read (a dirty read, not a linearizable one).
+        long index = store.oplog().lastIndex();
         long round = confirmRounds.incrementAndGet();
-        Waiter w = new Waiter(0, round, 0, true);
+        Waiter w = new Waiter(index, round, 0, true);
         CompletableFuture<Long> f = register(w, timeoutMillis, () -> "TIMEOUT a majority did not confirm this"
             + " primary within " + timeoutMillis + " ms");
         // Wake every waiting pull so each secondary answers the round at once.
