@@ -360,6 +360,13 @@ final class NativeSession implements MessageHandler {
                 }
                 awaitReplication(id, 0, timeout, true);
             }
+            case ProtocolDescriptor.REPLICA_SET_CONFIG -> {
+                int action = r.u8("action");
+                String member = r.string("member", 256);
+                String address = r.string("address", 1024);
+                r.end();
+                replicaSetConfig(id, action, member, address);
+            }
             case ProtocolDescriptor.REPL_PREPARE, ProtocolDescriptor.REPL_FETCH, ProtocolDescriptor.REPL_SNAPSHOT,
                 ProtocolDescriptor.REPL_READ, ProtocolDescriptor.REPL_TERMS -> replication(opcode, id, r, w);
             default -> error(id, "ERR unknown opcode " + String.format("0x%02x", opcode)
@@ -401,6 +408,46 @@ final class NativeSession implements MessageHandler {
         if (reply != null) {
             w.reset().raw(reply);
         }
+    }
+
+    /** REPLICA_SET_CONFIG: adds (1: address host:port) or removes (2) a member; answered once Ratis committed it. */
+    private void replicaSetConfig(long id, int action, String member, String address) {
+        ReplicaSet rs = server.replicaSet();
+        if (rs == null) {
+            error(id, "ERR this server is not a member of a replica set");
+            return;
+        }
+        java.util.concurrent.CompletableFuture<Void> f;
+        if (action == 1) {
+            int colon = address.lastIndexOf(':');
+            int port;
+            try {
+                port = colon > 0 ? Integer.parseInt(address.substring(colon + 1)) : -1;
+            } catch (NumberFormatException e) {
+                port = -1;
+            }
+            if (port < 1 || port > 65535 - 10000) {
+                error(id, "ERR member address must be host:port, was '" + address + "'");
+                return;
+            }
+            f = rs.addMember(member, address.substring(0, colon), port, port + 10000);
+        } else if (action == 2) {
+            f = rs.removeMember(member);
+        } else {
+            throw new ProtocolException("unknown action " + action + " (1 add, 2 remove)");
+        }
+        Object placeholder = deferReply();
+        f.whenComplete((v, err) -> {
+            WireWriter out = new WireWriter(256);
+            if (err == null) {
+                out.header(ProtocolDescriptor.STATUS_OK, id);
+            } else {
+                Throwable cause = err.getCause() != null ? err.getCause() : err;
+                out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR replica set change failed: "
+                    + cause.getMessage());
+            }
+            completeDeferred(placeholder, out.toByteArray());
+        });
     }
 
     /** ROLE: this member's role, the term, and where the primary is (a standalone server says so). */

@@ -565,7 +565,7 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
                 + " [--ucx-idle backoff|spin|yield] [--no-resp] [--timing] [--replica-set NAME --node-id ID"
-                + " --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N]]");
+                + " --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N] [--join]]");
             System.exit(2);
             return;
         }
@@ -601,6 +601,10 @@ public final class RdmaStoreServer implements AutoCloseable {
             }
             if (a.equals("--timing")) {
                 c.timing(true);
+                continue;
+            }
+            if (a.equals("--join")) {
+                replicaSet(c).join(true);
                 continue;
             }
             if (i + 1 >= args.length) {

@@ -55,6 +55,8 @@ public final class ProtocolDescriptor {
     public static final byte WAIT = 27;
     /** Confirm with a majority that this member is still the primary: the read before it is then linearizable. */
     public static final byte READ_FENCE = 28;
+    /** Administration: add (1) or remove (2) a member of the replica set at run time (docs/replication.md). */
+    public static final byte REPLICA_SET_CONFIG = 29;
     /** Between members: a new primary asks for a member's position and its promise to refuse older terms. */
     public static final byte REPL_PREPARE = 30;
     /** Between members: a secondary pulls oplog frames after its position and acknowledges what it holds. */
@@ -107,7 +109,7 @@ public final class ProtocolDescriptor {
     private static final String[] NAMES = {
         "0", "PING", "GET", "SET", "DEL", "EXISTS", "PEXPIRE", "PTTL", "INCRBY", "HSET", "HGET", "HGETALL", "HDEL",
         "MGET", "MSET", "DOC_INSERT", "DOC_FIND", "DOC_UPDATE", "DOC_DELETE", "DOC_COUNT", "INFO", "SNAPSHOT",
-        "BLOB_PUT", "BLOB_GET", "BLOB_GET_DONE", "BLOB_DEL", "ROLE", "WAIT", "READ_FENCE", "0x1d", "REPL_PREPARE",
+        "BLOB_PUT", "BLOB_GET", "BLOB_GET_DONE", "BLOB_DEL", "ROLE", "WAIT", "READ_FENCE", "REPLICA_SET_CONFIG", "REPL_PREPARE",
         "REPL_FETCH", "REPL_SNAPSHOT", "REPL_READ", "REPL_TERMS"
     };
 

@@ -160,6 +160,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private final AtomicLong transferIds = new AtomicLong(System.currentTimeMillis());
     private final Map<Long, Path> transferFiles = new ConcurrentHashMap<>();
     private ControlPlane controlPlane;
+    /** The set's members (id to client address): from the configuration, then from the control plane's record. */
+    private volatile Map<String, InetSocketAddress> members;
     /** Written under memberLock (persisted before it is acted on); read anywhere. */
     private volatile long acceptedTerm;
     private volatile Role role = Role.STARTING;
@@ -192,6 +194,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         this.timers = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "rdmastore-repl-timer"));
         this.warmer = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "rdmastore-repl-warm"));
         this.puller = daemon(this::pullLoop, "rdmastore-repl-pull");
+        this.members = new LinkedHashMap<>(config.members());
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -211,9 +214,9 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             LOG.warn("replica set {} has no key (--replica-set-key): any client that can reach a member's port can"
                 + " join its replication stream; set one outside a trusted loopback", config.setName());
         }
-        List<ControlPlane.Member> members = new ArrayList<>();
+        List<ControlPlane.Member> initial = new ArrayList<>();
         for (Map.Entry<String, InetSocketAddress> m : config.members().entrySet()) {
-            members.add(new ControlPlane.Member(m.getKey(), m.getValue().getHostString(), m.getValue().getPort(),
+            initial.add(new ControlPlane.Member(m.getKey(), m.getValue().getHostString(), m.getValue().getPort(),
                 config.raftPort(m.getKey())));
         }
         puller.start();
@@ -222,8 +225,16 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         timers.scheduleWithFixedDelay(this::checkGoodReplicas, 100, 100, TimeUnit.MILLISECONDS);
         // Events can race (a leader notified before Ratis calls it ready): reconcile with Ratis's view regularly.
         timers.scheduleWithFixedDelay(() -> control.execute(this::reconcile), 250, 250, TimeUnit.MILLISECONDS);
-        controlPlane = ControlPlane.start(config.setName(), config.nodeId(), members, dataDir.resolve("raft"), this,
-            new ControlConfig());
+        if (config.join()) {
+            InetSocketAddress self = config.members().get(config.nodeId());
+            controlPlane = ControlPlane.join(config.setName(), new ControlPlane.Member(config.nodeId(),
+                self.getHostString(), self.getPort(), config.raftPort(config.nodeId())), dataDir.resolve("raft"), this,
+                new ControlConfig());
+            LOG.info("{}: joining; waiting to be added by a member (replica-set add)", config);
+        } else {
+            controlPlane = ControlPlane.start(config.setName(), config.nodeId(), initial, dataDir.resolve("raft"),
+                this, new ControlConfig());
+        }
         LOG.info("{}: control plane started (Ratis port {}), term accepted so far {}", config, config.raftPort(
             config.nodeId()), acceptedTerm);
     }
@@ -231,6 +242,40 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     // ---------------------------------------------------------------------------------------------------------------
     // Control: who is primary
     // ---------------------------------------------------------------------------------------------------------------
+
+    @Override
+    public void membersChanged(List<ControlPlane.Member> list) {
+        if (list.isEmpty()) {
+            return;
+        }
+        Map<String, InetSocketAddress> m = new LinkedHashMap<>();
+        for (ControlPlane.Member x : list) {
+            m.put(x.id(), InetSocketAddress.createUnresolved(x.host(), x.dataPort()));
+        }
+        if (!m.equals(members)) {
+            LOG.info("members of {} now {}", config.setName(), m.keySet());
+            members = m;
+            for (String id : new ArrayList<>(progress.keySet())) {
+                if (!m.containsKey(id)) {
+                    progress.remove(id);
+                }
+            }
+            checkWaiters();
+        }
+    }
+
+    /**
+     * Adds a member at run time (started with {@code --join}): Ratis catches its control log up and commits the new
+     * configuration; its data follows by the usual pull (a snapshot first when it starts empty).
+     */
+    public CompletableFuture<Void> addMember(String id, String host, int port, int raftPort) {
+        return controlPlane.addMember(new ControlPlane.Member(id, host, port, raftPort));
+    }
+
+    /** Removes a member at run time; the majority is counted on the rest from then on. */
+    public CompletableFuture<Void> removeMember(String id) {
+        return controlPlane.removeMember(id);
+    }
 
     @Override
     public void leaderChanged(String newLeader, long term) {
@@ -349,7 +394,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             }
             // Done as soon as a majority answered: a paused member must not hold up the election.
             java.util.concurrent.CountDownLatch answered = new java.util.concurrent.CountDownLatch(missing);
-            for (String id : config.members().keySet()) {
+            for (String id : members.keySet()) {
                 synchronized (positions) {
                     if (positions.containsKey(id)) {
                         continue;
@@ -462,7 +507,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     }
 
     private int majority() {
-        return config.members().size() / 2 + 1;
+        return members.size() / 2 + 1;
     }
 
     // ---------------------------------------------------------------------------------------------------------------
@@ -876,7 +921,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         Waiter w = new Waiter(index, 0, numReplicas, majority);
         return register(w, timeoutMillis, () -> majority
             ? "TIMEOUT write concern majority not satisfied within " + timeoutMillis + " ms (" + (1 + secondariesAt(
-                index)) + " of " + config.members().size() + " members hold index " + index + ")"
+                index)) + " of " + members.size() + " members hold index " + index + ")"
             : null);
     }
 
@@ -933,7 +978,10 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
 
     private PeerChannel peer(String id) {
         return peers.computeIfAbsent(id, k -> {
-            InetSocketAddress a = config.members().get(k);
+            InetSocketAddress a = members.get(k);
+            if (a == null) {
+                throw new IllegalStateException("member " + k + " is not in the set " + members.keySet());
+            }
             return PeerChannel.open(new ClientConfig(a.getHostString(), a.getPort(), config.peerTransport(), password,
                 config.peerTimeout().plus(config.fetchWait())));
         });
@@ -947,7 +995,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     }
 
     private void warmPeers() {
-        for (String id : config.members().keySet()) {
+        for (String id : members.keySet()) {
             if (closed || id.equals(config.nodeId())) {
                 continue;
             }
@@ -1230,12 +1278,12 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     /** The primary's client address ("host:port"), or "" when unknown. */
     public String primaryAddress() {
         String id = primaryId();
-        InetSocketAddress a = id == null ? null : config.members().get(id);
+        InetSocketAddress a = id == null ? null : members.get(id);
         return a == null ? "" : a.getHostString() + ":" + a.getPort();
     }
 
     public Map<String, InetSocketAddress> members() {
-        return config.members();
+        return members;
     }
 
     /** The text after NOTPRIMARY in errors for writes refused here. */
@@ -1262,7 +1310,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             m.put("connected_slaves", Integer.toString(progress.size()));
             int i = 0;
             for (Progress p : progress.values()) {
-                InetSocketAddress a = config.members().get(p.id);
+                InetSocketAddress a = members.get(p.id);
                 long lagMs = (now - p.lastContactNanos) / 1_000_000;
                 m.put("slave" + i++, "id=" + p.id + ",ip=" + (a == null ? "?" : a.getHostString()) + ",port="
                     + (a == null ? 0 : a.getPort()) + ",state=" + (lagMs < 2000 ? "online" : "lost") + ",offset="

@@ -25,6 +25,7 @@ public final class ReplicaSetConfig {
     private Duration fetchWait = Duration.ofMillis(100);
     private long maxBatchBytes = 4L << 20;
     private Duration peerTimeout = Duration.ofMillis(1500);
+    private boolean join;
 
     public ReplicaSetConfig setName(String name) {
         this.setName = name;
@@ -121,6 +122,19 @@ public final class ReplicaSetConfig {
 
     public Duration peerTimeout() {
         return peerTimeout;
+    }
+
+    /**
+     * A new member of a running set: it starts with an empty control-plane configuration and waits until a member
+     * adds it ({@code replica-set add}); {@link #members} then needs only this member and one running member.
+     */
+    public ReplicaSetConfig join(boolean value) {
+        this.join = value;
+        return this;
+    }
+
+    public boolean join() {
+        return join;
     }
 
     /** Validates; returns this. */

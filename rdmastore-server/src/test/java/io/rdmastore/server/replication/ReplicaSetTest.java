@@ -42,7 +42,7 @@ class ReplicaSetTest {
     @TempDir
     Path dir;
 
-    private final RdmaStoreServer[] servers = new RdmaStoreServer[3];
+    private final RdmaStoreServer[] servers = new RdmaStoreServer[4];
     private int[] ports;
     private String members;
 
@@ -110,7 +110,7 @@ class ReplicaSetTest {
     private int primary() throws InterruptedException {
         int[] found = {-1};
         await("one member is primary", 15_000, () -> {
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < servers.length; i++) {
                 if (servers[i] != null && servers[i].replicaSet().role() == ReplicaSet.Role.PRIMARY) {
                     found[0] = i;
                     return true;
@@ -119,6 +119,16 @@ class ReplicaSetTest {
             return false;
         });
         return found[0];
+    }
+
+    /** How many members the current primary counts, -1 when there is none right now. */
+    private int memberCountAtPrimary() {
+        for (RdmaStoreServer s : servers) {
+            if (s != null && s.replicaSet().role() == ReplicaSet.Role.PRIMARY) {
+                return s.replicaSet().members().size();
+            }
+        }
+        return -1;
     }
 
     private RdmaStoreClient client(int i, String transport) {
@@ -288,6 +298,51 @@ class ReplicaSetTest {
             await("a secondary serves the last write", 10_000, () -> ("v" + acked.getLast().substring(1)).equals(
                 secondaryReader.get(acked.getLast())));
         }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp"})
+    @Timeout(120)
+    void membersAreAddedAndRemovedAtRunTime(String transport) throws Exception {
+        startAll(transport);
+        for (int i = 0; i < 100; i++) {
+            write(transport, "m" + i, "v" + i);
+        }
+        int[] fourth = freePorts(1);
+        ports = java.util.Arrays.copyOf(ports, 4);
+        ports[3] = fourth[0];
+        String withFourth = members + ",n4=127.0.0.1:" + fourth[0];
+        servers[3] = new RdmaStoreServer(new ServerConfig().bind("127.0.0.1").port(fourth[0])
+            .dataDir(dir.resolve("n4")).fsync(FsyncPolicy.EVERYSEC).transport(transport).resp(false)
+            .handshakeTimeout(Duration.ofSeconds(2)).replicaSet(new ReplicaSetConfig().setName("rs0").nodeId("n4")
+                .members(withFourth).key("secret").peerTransport(transport).join(true))).start();
+        int p = primary();
+        try (PeerChannel ch = PeerChannel.open(new ClientConfig("127.0.0.1", ports[p], transport, null,
+            Duration.ofSeconds(30)))) {
+            ch.await(ch.call(ProtocolDescriptor.REPLICA_SET_CONFIG, w -> w.u8(1).string("n4")
+                .string("127.0.0.1:" + fourth[0]), (st, r) -> null, Duration.ofSeconds(30)), Duration.ofSeconds(30));
+        }
+        await("the added member holds the set's data", 20_000, () -> "v99".equals(value(3, "m99")));
+        await("the primary counts four members", 10_000, () -> memberCountAtPrimary() == 4);
+        int q = primary();
+        int victim = (q + 1) % 3;
+        try (PeerChannel ch = PeerChannel.open(new ClientConfig("127.0.0.1", ports[q], transport, null,
+            Duration.ofSeconds(30)))) {
+            ch.await(ch.call(ProtocolDescriptor.REPLICA_SET_CONFIG, w -> w.u8(2).string("n" + (victim + 1))
+                .string(""), (st, r) -> null, Duration.ofSeconds(30)), Duration.ofSeconds(30));
+        }
+        await("the primary counts three members", 10_000, () -> memberCountAtPrimary() == 3);
+        servers[victim].close();
+        servers[victim] = null;
+        write(transport, "after", "removal");
+        int r = primary();
+        try (PeerChannel ch = PeerChannel.open(new ClientConfig("127.0.0.1", ports[r], transport, null,
+            Duration.ofSeconds(10)))) {
+            ch.await(ch.call(ProtocolDescriptor.SET, w -> w.u8(0).i64(0).bytes(b("w")).bytes(b("x")),
+                (st, x) -> null, Duration.ofSeconds(5)), Duration.ofSeconds(5));
+            assertEquals(2L, waitFor(ch, -1, 5000), "a majority of the three remaining members acknowledges");
+        }
+        await("the added member follows", 10_000, () -> "removal".equals(value(3, "after")));
     }
 
     private static void deleteTree(Path root) throws IOException {
