@@ -94,7 +94,9 @@ enum RespCommand {
     OBJECT(-2, "readonly", 2, 2, 1, "keyspace", "A container for object introspection commands."),
     MEMORY(-2, "readonly", 0, 0, 0, "server", "A container for memory diagnostics commands."),
     FUNCTION(-2, "noscript", 0, 0, 0, "scripting", "A container for function commands."),
-    RESET(1, "noscript loading stale fast no-auth", 0, 0, 0, "connection", "Resets the connection.");
+    RESET(1, "noscript loading stale fast no-auth", 0, 0, 0, "connection", "Resets the connection."),
+    DUMP(2, "readonly", 1, 1, 1, "keyspace", "Returns a serialized representation of the value stored at a key."),
+    RESTORE(-4, "write denyoom", 1, 1, 1, "keyspace", "Creates a key from the serialized representation of a value.");
 
     private static final RespCommand[] VALUES = values();
     private static final int TABLE_BITS = 8;

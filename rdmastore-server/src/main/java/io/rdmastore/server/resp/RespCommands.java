@@ -697,6 +697,7 @@ final class RespCommands {
         stats.put("keyspace_misses", Long.toString(face.keyspaceMisses.sum()));
         stats.put("total_error_replies", Long.toString(face.errorReplies.sum()));
         stats.put("resp_protocol_errors", Long.toString(face.protocolErrors.sum()));
+        stats.put("migrate_cached_sockets", "0");
         sections.put("stats", stats);
 
         Map<String, String> replication = new LinkedHashMap<>();

@@ -268,6 +268,30 @@ class RespRedisCompatTest {
     }
 
     @Test
+    void dumpAndRestore() {
+        try (Jedis j = jedis()) {
+            j.set("s", "value");
+            j.hset("h", "f", "v");
+            byte[] ds = j.dump("s");
+            byte[] dh = j.dump("h");
+            assertNull(j.dump("none"));
+            assertEquals("BUSYKEY Target key name already exists.",
+                assertThrows(JedisDataException.class, () -> j.restore("s", 0, ds)).getMessage());
+            assertEquals("OK", j.restore("s2", 5000, ds));
+            assertEquals("value", j.get("s2"));
+            assertTrue(j.pttl("s2") > 3000 && j.pttl("s2") <= 5000);
+            assertEquals("OK", j.restore("h2", 0, dh));
+            assertEquals("v", j.hget("h2", "f"));
+            assertEquals(-1L, j.ttl("h2"));
+            assertEquals("OK", str(j.sendCommand(Protocol.Command.RESTORE, "h2".getBytes(), "0".getBytes(), ds,
+                "REPLACE".getBytes())));
+            assertEquals("value", j.get("h2"));
+            assertEquals("ERR DUMP payload version or checksum are wrong",
+                assertThrows(JedisDataException.class, () -> j.restore("x", 0, new byte[20])).getMessage());
+        }
+    }
+
+    @Test
     void resetGoesBackToAFreshConnection() {
         try (Jedis j = new Jedis("127.0.0.1", server.port(),
             DefaultJedisClientConfig.builder().protocol(RedisProtocol.RESP3).build())) {
