@@ -57,7 +57,14 @@ final class LogDescriptor {
      * in blob file {@code version} (durable before this record is written).
      */
     static final byte OP_STRING_BLOB = 14;
-    static final byte OP_MAX = 14;
+    /** key:bytes count:int32 member:bytes*. Adds members; creates the set without TTL if absent. */
+    static final byte OP_SET_ADD = 20;
+    /** key:bytes count:int32 member:bytes*. Removes members; removes the key when the set becomes empty. */
+    static final byte OP_SET_REM = 21;
+    /** key:bytes expireAt:int64 count:int32 member:bytes*. Replaces whatever the key held. */
+    static final byte OP_SET_REPLACE = 22;
+    /** The highest op code; 15-19 are replication's. */
+    static final byte OP_MAX = 22;
 
     private LogDescriptor() {
     }

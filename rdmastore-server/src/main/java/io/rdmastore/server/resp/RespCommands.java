@@ -971,6 +971,7 @@ final class RespCommands {
                 switch (t) {
                     case "string" -> type = ValueType.STRING;
                     case "hash" -> type = ValueType.HASH;
+                    case "set" -> type = ValueType.SET;
                     default -> impossibleType = true;
                 }
             } else {
@@ -1078,7 +1079,7 @@ final class RespCommands {
     }
 
     /** Parses an unsigned 64-bit cursor into {@code c.num}. */
-    private static boolean parseUnsigned(RespConnection c, byte[] a) {
+    static boolean parseUnsigned(RespConnection c, byte[] a) {
         if (a.length == 0 || a.length > 20) {
             return false;
         }

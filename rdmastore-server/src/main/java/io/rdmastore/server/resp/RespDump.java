@@ -15,6 +15,7 @@ import java.util.List;
  */
 final class RespDump {
     static final int TYPE_STRING = 0;
+    static final int TYPE_SET = 2;
     static final int TYPE_HASH = 4;
     /** RDB version of Redis 7.0; a payload of a newer version is refused, as Redis does. */
     private static final int RDB_VERSION = 10;
@@ -31,7 +32,7 @@ final class RespDump {
         }
     }
 
-    /** A decoded payload: a string value, or hash fields and values alternating. */
+    /** A decoded payload: a string value, or hash fields and values alternating, or set members (in {@code hash}). */
     record Value(int type, byte[] string, List<byte[]> hash) {
     }
 
@@ -50,6 +51,16 @@ final class RespDump {
         ByteArrayOutputStream out = new ByteArrayOutputStream(value.length + 16);
         out.write(TYPE_STRING);
         writeString(out, value);
+        return seal(out);
+    }
+
+    static byte[] dumpSet(List<byte[]> members) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.write(TYPE_SET);
+        writeLength(out, members.size());
+        for (byte[] b : members) {
+            writeString(out, b);
+        }
         return seal(out);
     }
 
@@ -120,16 +131,17 @@ final class RespDump {
             Value v;
             if (p[0] == TYPE_STRING) {
                 v = new Value(TYPE_STRING, readString(p, pos, end), null);
-            } else if (p[0] == TYPE_HASH) {
+            } else if (p[0] == TYPE_HASH || p[0] == TYPE_SET) {
                 long n = readLength(p, pos, end);
                 if (n <= 0 || n > end) {
                     return null;
                 }
-                List<byte[]> hash = new ArrayList<>();
-                for (long i = 0; i < 2 * n; i++) {
-                    hash.add(readString(p, pos, end));
+                List<byte[]> items = new ArrayList<>();
+                long count = p[0] == TYPE_HASH ? 2 * n : n;
+                for (long i = 0; i < count; i++) {
+                    items.add(readString(p, pos, end));
                 }
-                v = new Value(TYPE_HASH, null, hash);
+                v = new Value(p[0], null, items);
             } else {
                 return null;
             }

@@ -25,10 +25,12 @@ final class RespMore {
 
     private final RespFace face;
     private final Store store;
+    private final RespSets sets;
 
     RespMore(RespFace face) {
         this.face = face;
         this.store = face.store;
+        this.sets = new RespSets(face);
     }
 
     void execute(RespConnection c, RespWriter w, RespCommand cmd, byte[][] argv, int argc) {
@@ -67,7 +69,7 @@ final class RespMore {
             }
             case DUMP -> dump(w, argv[1]);
             case RESTORE -> restore(c, w, argv, argc);
-            default -> w.error("ERR internal error: no handler for '" + cmd.lowerName + "'");
+            default -> sets.execute(c, w, cmd, argv, argc);
         }
     }
 
@@ -167,6 +169,18 @@ final class RespMore {
             }
             return v.length <= 44 ? "embstr" : "raw";
         }
+        if (type == ValueType.SET) {
+            List<byte[]> members = store.sets().members(key);
+            if (members.size() > Long.parseLong(face.settings.get("set-max-intset-entries"))) {
+                return "hashtable";
+            }
+            for (byte[] m : members) {
+                if (m.length > 20 || !isInteger(m)) {
+                    return "hashtable";
+                }
+            }
+            return "intset";
+        }
         List<byte[]> all = store.hgetAll(key);
         long maxEntries = Long.parseLong(face.settings.get("hash-max-listpack-entries"));
         long maxValue = Long.parseLong(face.settings.get("hash-max-listpack-value"));
@@ -245,7 +259,7 @@ final class RespMore {
             return entry + store.strlen(key) + 16;
         }
         long n = entry + 64;
-        for (byte[] b : store.hgetAll(key)) {
+        for (byte[] b : type == ValueType.SET ? store.sets().members(key) : store.hgetAll(key)) {
             n += b.length + 40;
         }
         return n;
@@ -719,6 +733,9 @@ final class RespMore {
         } else if (type == ValueType.HASH) {
             List<byte[]> all = store.hgetAll(key);
             w.bulk(all.isEmpty() ? null : RespDump.dumpHash(all));
+        } else if (type == ValueType.SET) {
+            List<byte[]> all = store.sets().members(key);
+            w.bulk(all.isEmpty() ? null : RespDump.dumpSet(all));
         } else {
             w.nullBulk();
         }
@@ -802,7 +819,11 @@ final class RespMore {
             if (replace) {
                 store.delete(key);
             }
-            store.hset(key, v.hash());
+            if (v.type() == RespDump.TYPE_SET) {
+                store.sets().add(key, v.hash());
+            } else {
+                store.hset(key, v.hash());
+            }
             if (at >= 0) {
                 store.expireAt(key, at);
             }
