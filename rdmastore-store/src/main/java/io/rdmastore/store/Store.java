@@ -48,7 +48,7 @@ import io.rdmastore.store.doc.DocumentFilter;
 import io.rdmastore.store.doc.DocumentUpdate;
 
 /**
- * The storage engine: a keyspace of strings and hashes with TTLs, collections of BSON documents, an append-only
+ * The storage engine: a keyspace of strings, hashes and sets ({@link #sets()}) with TTLs, collections of BSON documents, an append-only
  * CRC32C-framed log and snapshots.
  *
  * <p>Threads: thread-safe. Any number of threads may call any method at once. Keys are spread over
