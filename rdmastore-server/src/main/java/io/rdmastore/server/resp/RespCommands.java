@@ -198,7 +198,7 @@ final class RespCommands {
                     w.error(NOT_INTEGER);
                 } else if (c.num < 0) {
                     w.error("ERR offset is out of range");
-                } else if (c.num > face.maxBulkLength() - argv[3].length) {
+                } else if (argv[3].length > 0 && c.num > face.maxBulkLength() - argv[3].length) {
                     w.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
                 } else {
                     w.integer(store.setRange(argv[1], c.num, argv[3]));
