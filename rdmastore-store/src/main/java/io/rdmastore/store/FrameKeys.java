@@ -46,6 +46,16 @@ final class FrameKeys {
                         skipBytes(p);
                     }
                 }
+                case LogDescriptor.OP_SET_ADD, LogDescriptor.OP_SET_REM, LogDescriptor.OP_SET_REPLACE -> {
+                    out = add(out, n++, key(p));
+                    if (op == LogDescriptor.OP_SET_REPLACE) {
+                        p.position(p.position() + 8);
+                    }
+                    int count = p.getInt();
+                    for (int i = 0; i < count; i++) {
+                        skipBytes(p);
+                    }
+                }
                 case LogDescriptor.OP_DELETE -> out = add(out, n++, key(p));
                 case LogDescriptor.OP_EXPIRE -> {
                     out = add(out, n++, key(p));

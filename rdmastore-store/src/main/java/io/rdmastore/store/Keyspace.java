@@ -22,6 +22,8 @@ final class Keyspace {
     static final int SHARDS = 1024;
     static final byte STRING = 1;
     static final byte HASH = 2;
+    /** A set of byte strings ({@link Sets}); log ops 20-22. */
+    static final byte SET = 3;
 
     /** One key's value. Guarded by its shard's lock. */
     static final class Entry {
@@ -37,6 +39,8 @@ final class Keyspace {
         BlobVersion blob;
         /** HASH: fields in insertion order; values are private heap arrays. */
         LinkedHashMap<Key, byte[]> hash;
+        /** SET: its members. */
+        MemberSet set;
 
         boolean expired(long now) {
             return expireAt >= 0 && expireAt <= now;
@@ -71,7 +75,7 @@ final class Keyspace {
 
     // ---- state changes, called with the shard's write lock held ----
 
-    private void remove(Shard s, Key k) {
+    void remove(Shard s, Key k) {
         Entry e = s.map.remove(k);
         if (e != null) {
             release(s, e);
@@ -94,7 +98,7 @@ final class Keyspace {
         }
     }
 
-    private Entry create(Shard s, Key k, byte type, long expireAt) {
+    Entry create(Shard s, Key k, byte type, long expireAt) {
         Entry e = new Entry();
         e.type = type;
         e.expireAt = expireAt;
@@ -104,6 +108,8 @@ final class Keyspace {
         }
         if (type == HASH) {
             e.hash = new LinkedHashMap<>();
+        } else if (type == SET) {
+            e.set = new MemberSet();
         }
         s.map.put(k, e);
         keys.incrementAndGet();
@@ -280,6 +286,18 @@ final class Keyspace {
         }
     }
 
+    /** The value type of a live entry; {@link ValueType#NONE} for null. */
+    static ValueType valueType(Entry e) {
+        if (e == null) {
+            return ValueType.NONE;
+        }
+        return switch (e.type) {
+            case STRING -> ValueType.STRING;
+            case HASH -> ValueType.HASH;
+            default -> ValueType.SET;
+        };
+    }
+
     static byte[] readBytes(ByteBuffer b) {
         int n = b.getInt();
         byte[] a = new byte[n];
@@ -318,6 +336,8 @@ final class Keyspace {
             Entry e = me.getValue();
             if (e.type == STRING) {
                 encodeString(f, k, e);
+            } else if (e.type == SET) {
+                Sets.encodeChunked(f, k, e, chunkBytes, flush);
             } else {
                 // Very large hashes go as a replace plus puts so no single op nears the frame limit.
                 Iterator<Map.Entry<Key, byte[]>> it = e.hash.entrySet().iterator();

@@ -65,7 +65,14 @@ final class LogDescriptor {
     static final byte OP_POSITION = 15;
     /** Bytes of an OP_POSITION op: code, term, index. */
     static final int POSITION_OP_LENGTH = 17;
-    static final byte OP_MAX = 15;
+    /** key:bytes count:int32 member:bytes*. Adds members; creates the set without TTL if absent. */
+    static final byte OP_SET_ADD = 20;
+    /** key:bytes count:int32 member:bytes*. Removes members; removes the key when the set becomes empty. */
+    static final byte OP_SET_REM = 21;
+    /** key:bytes expireAt:int64 count:int32 member:bytes*. Replaces whatever the key held. */
+    static final byte OP_SET_REPLACE = 22;
+    /** The highest op code; 16-19 are kept for replication. */
+    static final byte OP_MAX = 22;
 
     private LogDescriptor() {
     }

@@ -48,7 +48,7 @@ import io.rdmastore.store.doc.DocumentFilter;
 import io.rdmastore.store.doc.DocumentUpdate;
 
 /**
- * The storage engine: a keyspace of strings and hashes with TTLs, collections of BSON documents, an append-only
+ * The storage engine: a keyspace of strings, hashes and sets ({@link #sets()}) with TTLs, collections of BSON documents, an append-only
  * CRC32C-framed log and snapshots.
  *
  * <p>Threads: thread-safe. Any number of threads may call any method at once. Keys are spread over
@@ -85,6 +85,7 @@ public final class Store implements AutoCloseable {
     private final StoreConfig config;
     private final Path dir;
     private final Keyspace keyspace = new Keyspace();
+    private final Sets sets = new Sets(this);
     private final Documents documents = new Documents();
     private final AtomicLong bytesSinceSnapshot = new AtomicLong();
     private final AtomicLong changesSinceSave = new AtomicLong();
@@ -462,7 +463,7 @@ public final class Store implements AutoCloseable {
         LOG.info("store in {} closed", dir);
     }
 
-    private void checkOpen() {
+    void checkOpen() {
         if (closed) {
             throw new StoreException("store is closed");
         }
@@ -572,6 +573,8 @@ public final class Store implements AutoCloseable {
                     int crc = p.getInt();
                     keyspace.applyStringBlob(k, expireAt, blobs.resolve(version, length, crc));
                 }
+                case LogDescriptor.OP_SET_ADD, LogDescriptor.OP_SET_REM, LogDescriptor.OP_SET_REPLACE ->
+                    Sets.apply(keyspace, op, p);
                 case LogDescriptor.OP_SNAPSHOT_END -> p.getLong();
                 case LogDescriptor.OP_POSITION -> {
                     replayTerm = p.getLong();
@@ -597,12 +600,12 @@ public final class Store implements AutoCloseable {
     // Locking helpers
     // =====================================================================================================
 
-    private Key key(byte[] k) {
+    Key key(byte[] k) {
         return bounded(k, "key");
     }
 
     /** A copy of a key or hash field, refused when longer than the key limit. */
-    private Key bounded(byte[] b, String what) {
+    Key bounded(byte[] b, String what) {
         Objects.requireNonNull(b, what);
         if (b.length > config.maxKeyBytes()) {
             throw new LimitExceededException(what + " is " + b.length + " bytes, larger than the limit of "
@@ -611,7 +614,7 @@ public final class Store implements AutoCloseable {
         return Key.copyOf(b);
     }
 
-    private void checkValue(long length) {
+    void checkValue(long length) {
         if (length > config.maxValueBytes()) {
             throw new LimitExceededException("string exceeds maximum allowed size (" + length + " > "
                     + config.maxValueBytes() + " bytes)");
@@ -671,7 +674,7 @@ public final class Store implements AutoCloseable {
     }
 
     /** The live entry, or null; an expired one is deleted in the same frame, so replay sees the same history. */
-    private static Keyspace.Entry liveWrite(Keyspace.Shard s, Key k, long now, FrameBuilder f) {
+    static Keyspace.Entry liveWrite(Keyspace.Shard s, Key k, long now, FrameBuilder f) {
         Keyspace.Entry e = s.map.get(k);
         if (e != null && e.expired(now)) {
             f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
@@ -698,8 +701,7 @@ public final class Store implements AutoCloseable {
 
     /** The type of value {@code key} holds; {@link ValueType#NONE} when missing or expired. */
     public ValueType type(byte[] key) {
-        return readKey(key, e -> e == null ? ValueType.NONE
-            : e.type == Keyspace.STRING ? ValueType.STRING : ValueType.HASH);
+        return readKey(key, e -> Keyspace.valueType(e));
     }
 
     /** How many of {@code keys} exist; a key named twice counts twice (Redis EXISTS). */
@@ -876,6 +878,8 @@ public final class Store implements AutoCloseable {
     private static void encodeEntry(FrameBuilder f, Key k, Keyspace.Entry e) {
         if (e.type == Keyspace.STRING) {
             Keyspace.encodeString(f, k, e);
+        } else if (e.type == Keyspace.SET) {
+            Sets.encode(f, k, e);
         } else {
             f.op(LogDescriptor.OP_HASH_REPLACE).putBytes(k.bytes).putLong(e.expireAt).putInt(e.hash.size());
             for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
@@ -934,7 +938,7 @@ public final class Store implements AutoCloseable {
                 if (e.expired(now)) {
                     continue;
                 }
-                if (type != null && (type == ValueType.STRING) != (e.type == Keyspace.STRING)) {
+                if (type != null && type != Keyspace.valueType(e)) {
                     continue;
                 }
                 if (pattern == null || Glob.matches(pattern, me.getKey().bytes)) {
@@ -1542,7 +1546,7 @@ public final class Store implements AutoCloseable {
      * Runs a read of one key under its shard's read lock; {@code body} sees the live entry (null when missing or
      * expired). GET and readValue keep their own copy of this for the hot path (no lambda per call).
      */
-    private <R> R readKey(byte[] key, Function<Keyspace.Entry, R> body) {
+    <R> R readKey(byte[] key, Function<Keyspace.Entry, R> body) {
         checkOpen();
         Key k = key(key);
         Keyspace.Shard s = keyspace.shard(k);
@@ -1700,12 +1704,57 @@ public final class Store implements AutoCloseable {
         });
     }
 
+    /** The set commands (SADD, SINTER, ...) on this store's keyspace. */
+    public Sets sets() {
+        return sets;
+    }
+
+    /** The body of a read or write of several keys: their live entries in argument order (null when missing). */
+    @FunctionalInterface
+    interface KeysBody<R> {
+        R apply(Key[] keys, Keyspace.Entry[] live, FrameBuilder f, long now);
+    }
+
+    /**
+     * Runs {@code body} with the shards of {@code keys} locked (write locks when {@code write}), commits the frame it
+     * fills and waits for durability as {@link #writeKey} does; a read-only body leaves the frame empty (expired keys
+     * it meets are then left to the expiry sweep).
+     */
+    <R> R withKeys(byte[][] keys, boolean write, KeysBody<R> body) {
+        checkOpen();
+        Key[] ks = keys(keys);
+        long ticket = 0;
+        R result;
+        Lock[] locks = lockShards(shardIndexes(ks), write);
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            Keyspace.Entry[] live = new Keyspace.Entry[ks.length];
+            for (int i = 0; i < ks.length; i++) {
+                Keyspace.Shard s = keyspace.shard(ks[i]);
+                boolean seen = false;
+                for (int j = 0; j < i && !seen; j++) {
+                    seen = ks[j].equals(ks[i]);
+                }
+                live[i] = write && !seen ? liveWrite(s, ks[i], now, f) : liveRead(s, ks[i], now);
+            }
+            result = body.apply(ks, live, f, now);
+            if (write) {
+                ticket = commit(f);
+            }
+        } finally {
+            unlock(locks);
+        }
+        durable(ticket);
+        return result;
+    }
+
     /**
      * The body of a write to one key: it sees the key's live entry (an expired one already removed, its delete in
      * {@code f}) and appends its log records to {@code f}. Runs under the shard's write lock; may throw to refuse.
      */
     @FunctionalInterface
-    private interface KeyWrite<R> {
+    interface KeyWrite<R> {
         R apply(Key k, Keyspace.Entry live, FrameBuilder f, long now);
     }
 
@@ -1713,7 +1762,7 @@ public final class Store implements AutoCloseable {
      * Runs a write to one key: the shard's write lock, the log frame committed (and applied) before the lock is
      * released, then the wait for durability the fsync policy asks for, outside the lock.
      */
-    private <R> R writeKey(byte[] key, KeyWrite<R> body) {
+    <R> R writeKey(byte[] key, KeyWrite<R> body) {
         checkOpen();
         Key k = key(key);
         Keyspace.Shard s = keyspace.shard(k);

@@ -10,7 +10,9 @@ public enum ValueType {
     /** A byte string. */
     STRING("string"),
     /** A map of byte-string fields to byte-string values. */
-    HASH("hash");
+    HASH("hash"),
+    /** A set of distinct byte strings. */
+    SET("set");
 
     private final String redisName;
 
@@ -18,7 +20,7 @@ public enum ValueType {
         this.redisName = redisName;
     }
 
-    /** The name Redis's TYPE command answers with: {@code none}, {@code string}, {@code hash}. */
+    /** The name Redis's TYPE command answers with: {@code none}, {@code string}, {@code hash}, {@code set}. */
     public String redisName() {
         return redisName;
     }

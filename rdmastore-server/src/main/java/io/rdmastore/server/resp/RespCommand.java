@@ -99,7 +99,26 @@ enum RespCommand {
     OBJECT(-2, "readonly", 2, 2, 1, "keyspace", "A container for object introspection commands."),
     MEMORY(-2, "readonly", 0, 0, 0, "server", "A container for memory diagnostics commands."),
     FUNCTION(-2, "noscript", 0, 0, 0, "scripting", "A container for function commands."),
-    RESET(1, "noscript loading stale fast no-auth", 0, 0, 0, "connection", "Resets the connection.");
+    RESET(1, "noscript loading stale fast no-auth", 0, 0, 0, "connection", "Resets the connection."),
+    DUMP(2, "readonly", 1, 1, 1, "keyspace", "Returns a serialized representation of the value stored at a key."),
+    RESTORE(-4, "write denyoom", 1, 1, 1, "keyspace", "Creates a key from the serialized representation of a value."),
+    SADD(-3, "write denyoom fast", 1, 1, 1, "set", "Adds one or more members to a set."),
+    SREM(-3, "write fast", 1, 1, 1, "set", "Removes one or more members from a set."),
+    SMEMBERS(2, "readonly", 1, 1, 1, "set", "Returns all members of a set."),
+    SISMEMBER(3, "readonly fast", 1, 1, 1, "set", "Determines whether a member belongs to a set."),
+    SMISMEMBER(-3, "readonly fast", 1, 1, 1, "set", "Determines whether multiple members belong to a set."),
+    SCARD(2, "readonly fast", 1, 1, 1, "set", "Returns the number of members in a set."),
+    SPOP(-2, "write fast", 1, 1, 1, "set", "Returns one or more random members from a set after removing them."),
+    SRANDMEMBER(-2, "readonly", 1, 1, 1, "set", "Get one or multiple random members from a set."),
+    SMOVE(4, "write fast", 1, 2, 1, "set", "Moves a member from one set to another."),
+    SINTER(-2, "readonly", 1, -1, 1, "set", "Returns the intersect of multiple sets."),
+    SUNION(-2, "readonly", 1, -1, 1, "set", "Returns the union of multiple sets."),
+    SDIFF(-2, "readonly", 1, -1, 1, "set", "Returns the difference of multiple sets."),
+    SINTERSTORE(-3, "write denyoom", 1, -1, 1, "set", "Stores the intersect of multiple sets in a key."),
+    SUNIONSTORE(-3, "write denyoom", 1, -1, 1, "set", "Stores the union of multiple sets in a key."),
+    SDIFFSTORE(-3, "write denyoom", 1, -1, 1, "set", "Stores the difference of multiple sets in a key."),
+    SINTERCARD(-3, "readonly", 0, 0, 0, "set", "Returns the number of members of the intersect of multiple sets."),
+    SSCAN(-3, "readonly", 1, 1, 1, "set", "Iterates over members of a set.");
 
     private static final RespCommand[] VALUES = values();
     private static final int TABLE_BITS = 8;

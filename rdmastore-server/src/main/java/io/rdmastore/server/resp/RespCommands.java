@@ -202,7 +202,7 @@ final class RespCommands {
                     w.error(NOT_INTEGER);
                 } else if (c.num < 0) {
                     w.error("ERR offset is out of range");
-                } else if (c.num > face.maxBulkLength() - argv[3].length) {
+                } else if (argv[3].length > 0 && c.num > face.maxBulkLength() - argv[3].length) {
                     w.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
                 } else {
                     w.integer(store.setRange(argv[1], c.num, argv[3]));
@@ -701,6 +701,7 @@ final class RespCommands {
         stats.put("keyspace_misses", Long.toString(face.keyspaceMisses.sum()));
         stats.put("total_error_replies", Long.toString(face.errorReplies.sum()));
         stats.put("resp_protocol_errors", Long.toString(face.protocolErrors.sum()));
+        stats.put("migrate_cached_sockets", "0");
         sections.put("stats", stats);
 
         Map<String, String> replication = new LinkedHashMap<>();
@@ -978,6 +979,7 @@ final class RespCommands {
                 switch (t) {
                     case "string" -> type = ValueType.STRING;
                     case "hash" -> type = ValueType.HASH;
+                    case "set" -> type = ValueType.SET;
                     default -> impossibleType = true;
                 }
             } else {
@@ -1085,7 +1087,7 @@ final class RespCommands {
     }
 
     /** Parses an unsigned 64-bit cursor into {@code c.num}. */
-    private static boolean parseUnsigned(RespConnection c, byte[] a) {
+    static boolean parseUnsigned(RespConnection c, byte[] a) {
         if (a.length == 0 || a.length > 20) {
             return false;
         }

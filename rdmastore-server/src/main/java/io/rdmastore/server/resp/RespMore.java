@@ -25,10 +25,12 @@ final class RespMore {
 
     private final RespFace face;
     private final Store store;
+    private final RespSets sets;
 
     RespMore(RespFace face) {
         this.face = face;
         this.store = face.store;
+        this.sets = new RespSets(face);
     }
 
     void execute(RespConnection c, RespWriter w, RespCommand cmd, byte[][] argv, int argc) {
@@ -65,7 +67,9 @@ final class RespMore {
                 c.authenticated = face.password() == null;
                 w.simple("RESET");
             }
-            default -> w.error("ERR internal error: no handler for '" + cmd.lowerName + "'");
+            case DUMP -> dump(w, argv[1]);
+            case RESTORE -> restore(c, w, argv, argc);
+            default -> sets.execute(c, w, cmd, argv, argc);
         }
     }
 
@@ -165,6 +169,18 @@ final class RespMore {
             }
             return v.length <= 44 ? "embstr" : "raw";
         }
+        if (type == ValueType.SET) {
+            List<byte[]> members = store.sets().members(key);
+            if (members.size() > Long.parseLong(face.settings.get("set-max-intset-entries"))) {
+                return "hashtable";
+            }
+            for (byte[] m : members) {
+                if (m.length > 20 || !isInteger(m)) {
+                    return "hashtable";
+                }
+            }
+            return "intset";
+        }
         List<byte[]> all = store.hgetAll(key);
         long maxEntries = Long.parseLong(face.settings.get("hash-max-listpack-entries"));
         long maxValue = Long.parseLong(face.settings.get("hash-max-listpack-value"));
@@ -243,7 +259,7 @@ final class RespMore {
             return entry + store.strlen(key) + 16;
         }
         long n = entry + 64;
-        for (byte[] b : store.hgetAll(key)) {
+        for (byte[] b : type == ValueType.SET ? store.sets().members(key) : store.hgetAll(key)) {
             n += b.length + 40;
         }
         return n;
@@ -707,6 +723,112 @@ final class RespMore {
         } catch (NoSuchKeyException e) {
             w.integer(0);
         }
+    }
+
+    private void dump(RespWriter w, byte[] key) {
+        ValueType type = store.type(key);
+        if (type == ValueType.STRING) {
+            byte[] v = store.get(key);
+            w.bulk(v == null ? null : RespDump.dumpString(v));
+        } else if (type == ValueType.HASH) {
+            List<byte[]> all = store.hgetAll(key);
+            w.bulk(all.isEmpty() ? null : RespDump.dumpHash(all));
+        } else if (type == ValueType.SET) {
+            List<byte[]> all = store.sets().members(key);
+            w.bulk(all.isEmpty() ? null : RespDump.dumpSet(all));
+        } else {
+            w.nullBulk();
+        }
+    }
+
+    /**
+     * RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]. A string is one conditional SET; a hash is
+     * written as delete (with REPLACE), HSET and PEXPIREAT, so a concurrent writer of the same key can interleave.
+     */
+    private void restore(RespConnection c, RespWriter w, byte[][] argv, int argc) {
+        boolean replace = false;
+        boolean absTtl = false;
+        for (int i = 4; i < argc; i++) {
+            boolean more = i + 1 < argc;
+            if (RespCommand.is(argv[i], "REPLACE")) {
+                replace = true;
+            } else if (RespCommand.is(argv[i], "ABSTTL")) {
+                absTtl = true;
+            } else if (RespCommand.is(argv[i], "IDLETIME") && more) {
+                if (!RespCommands.parseLong(c, argv[++i])) {
+                    w.error(NOT_INTEGER);
+                    return;
+                }
+                if (c.num < 0) {
+                    w.error("ERR Invalid IDLETIME value, must be >= 0");
+                    return;
+                }
+            } else if (RespCommand.is(argv[i], "FREQ") && more) {
+                if (!RespCommands.parseLong(c, argv[++i])) {
+                    w.error(NOT_INTEGER);
+                    return;
+                }
+                if (c.num < 0 || c.num > 255) {
+                    w.error("ERR Invalid FREQ value, must be >= 0 and <= 255");
+                    return;
+                }
+            } else {
+                w.error(SYNTAX);
+                return;
+            }
+        }
+        if (!RespCommands.parseLong(c, argv[2])) {
+            w.error(NOT_INTEGER);
+            return;
+        }
+        long ttl = c.num;
+        if (ttl < 0) {
+            w.error("ERR Invalid TTL value, must be >= 0");
+            return;
+        }
+        byte[] key = argv[1];
+        if (!replace && store.exists(key) > 0) {
+            w.error("BUSYKEY Target key name already exists.");
+            return;
+        }
+        RespDump.Value v = RespDump.parse(argv[3]);
+        if (v == null) {
+            w.error("ERR DUMP payload version or checksum are wrong");
+            return;
+        }
+        long now = System.currentTimeMillis();
+        long at = ttl == 0 ? -1 : absTtl ? ttl : now + ttl;
+        if (at >= 0 && at <= now) {
+            // already expired: Redis deletes the target (with REPLACE) and creates nothing
+            if (replace) {
+                store.delete(key);
+            }
+            w.ok();
+            return;
+        }
+        if (v.type() == RespDump.TYPE_STRING) {
+            var o = c.setOptions.reset().ifAbsent(!replace);
+            if (at >= 0) {
+                o.expireAtMillis(at);
+            }
+            if (!store.set(key, v.string(), o).written()) {
+                w.error("BUSYKEY Target key name already exists.");
+                return;
+            }
+        } else {
+            if (replace) {
+                store.delete(key);
+            }
+            if (v.type() == RespDump.TYPE_SET) {
+                store.sets().add(key, v.hash());
+            } else {
+                store.hset(key, v.hash());
+            }
+            if (at >= 0) {
+                store.expireAt(key, at);
+            }
+        }
+        w.ok();
     }
 
     // ---- helpers ----

@@ -79,6 +79,8 @@ class RespRedisCompatTest {
                 error(j, "SETRANGE", "k", "9223372036854775807", "A"));
             assertEquals("ERR string exceeds maximum allowed size (proto-max-bulk-len)",
                 error(j, "SETRANGE", "k", "536870911", "AB"));
+            // nothing to write: Redis answers the length without checking the offset
+            assertEquals(0L, call(j, "SETRANGE", "k", "9223372036854775807", ""));
         }
     }
 
@@ -264,6 +266,72 @@ class RespRedisCompatTest {
             assertEquals("ERR value is out of range",
                 error(j, "HRANDFIELD", "h", "-9223372036854775808"));
             assertEquals("listpack", str(call(j, "OBJECT", "ENCODING", "h")));
+        }
+    }
+
+    @Test
+    void dumpAndRestore() {
+        try (Jedis j = jedis()) {
+            j.set("s", "value");
+            j.hset("h", "f", "v");
+            byte[] ds = j.dump("s");
+            byte[] dh = j.dump("h");
+            assertNull(j.dump("none"));
+            assertEquals("BUSYKEY Target key name already exists.",
+                assertThrows(JedisDataException.class, () -> j.restore("s", 0, ds)).getMessage());
+            assertEquals("OK", j.restore("s2", 5000, ds));
+            assertEquals("value", j.get("s2"));
+            assertTrue(j.pttl("s2") > 3000 && j.pttl("s2") <= 5000);
+            assertEquals("OK", j.restore("h2", 0, dh));
+            assertEquals("v", j.hget("h2", "f"));
+            assertEquals(-1L, j.ttl("h2"));
+            assertEquals("OK", str(j.sendCommand(Protocol.Command.RESTORE, "h2".getBytes(), "0".getBytes(), ds,
+                "REPLACE".getBytes())));
+            assertEquals("value", j.get("h2"));
+            assertEquals("ERR DUMP payload version or checksum are wrong",
+                assertThrows(JedisDataException.class, () -> j.restore("x", 0, new byte[20])).getMessage());
+        }
+    }
+
+    @Test
+    void sets() {
+        try (Jedis j = jedis(); Jedis j3 = new Jedis("127.0.0.1", server.port(),
+            DefaultJedisClientConfig.builder().protocol(RedisProtocol.RESP3).build())) {
+            assertEquals(3L, j.sadd("s1", "a", "b", "c"));
+            assertEquals(0L, j.sadd("s1", "a"));
+            j.sadd("s2", "b", "c", "d");
+            assertEquals("set", j.type("s1"));
+            assertEquals(java.util.Set.of("a", "b", "c"), j.smembers("s1"));
+            assertEquals(java.util.Set.of("a", "b", "c"), j3.smembers("s1"));
+            assertTrue(j.sismember("s1", "a"));
+            assertEquals(List.of(true, false), j.smismember("s1", "a", "z"));
+            assertEquals(java.util.Set.of("b", "c"), j.sinter("s1", "s2"));
+            assertEquals(java.util.Set.of("a", "b", "c", "d"), j.sunion("s1", "s2"));
+            assertEquals(java.util.Set.of("a"), j.sdiff("s1", "s2"));
+            assertEquals(2L, j.sinterstore("s3", "s1", "s2"));
+            assertEquals(1L, call(j, "SINTERCARD", "2", "s1", "s2", "LIMIT", "1"));
+            assertEquals("ERR numkeys should be greater than 0", error(j, "SINTERCARD", "0", "s1"));
+            assertEquals(1L, j.smove("s1", "s2", "a"));
+            assertEquals(2L, j.scard("s1"));
+            assertEquals(1L, j.srem("s1", "b", "zz"));
+            assertEquals(2, j.srandmember("s2", 2).size());
+            assertEquals(5, j.srandmember("s2", -5).size());
+            assertEquals(2, j.spop("s2", 2).size());
+            assertEquals(2L, j.scard("s2"));
+            assertEquals("ERR value is out of range, must be positive", error(j, "SPOP", "s2", "-1"));
+            j.set("str", "v");
+            assertTrue(error(j, "SADD", "str", "x").startsWith("WRONGTYPE"));
+            assertEquals(List.of("str"), j.scan("0", new redis.clients.jedis.params.ScanParams().count(1000),
+                "string").getResult());
+            assertTrue(j.scan("0", new redis.clients.jedis.params.ScanParams().count(1000), "set").getResult()
+                .contains("s3"));
+            assertEquals(2, j.sscan("s3", "0").getResult().size());
+            assertEquals("hashtable", str(call(j, "OBJECT", "ENCODING", "s3")));
+            j.sadd("ints", "1", "2", "-3");
+            assertEquals("intset", str(call(j, "OBJECT", "ENCODING", "ints")));
+            byte[] d = j.dump("s3");
+            assertEquals("OK", j.restore("s4", 0, d));
+            assertEquals(java.util.Set.of("b", "c"), j.smembers("s4"));
         }
     }
 
