@@ -85,7 +85,7 @@ public final class Main implements Runnable {
         cl.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
             // User errors never show a stack trace; programming errors do, so they can be reported.
             if (e instanceof UserException || e instanceof IllegalArgumentException) {
-                commandLine.getErr().println("rdmastore " + commandLine.getCommandName() + ": " + e.getMessage());
+                commandLine.getErr().println(commandLine.getCommandSpec().qualifiedName() + ": " + e.getMessage());
                 commandLine.getErr().flush();
                 return 1;
             }
