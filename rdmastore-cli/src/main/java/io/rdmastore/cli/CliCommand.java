@@ -101,7 +101,8 @@ final class CliCommand implements Callable<Integer> {
             if (uri != null) {
                 ClientConfig u = ClientConfig.parse(uri);
                 return new ClientConfig(u.host(), u.port(), u.transport(),
-                    u.password() != null ? u.password() : server.password(), u.timeout());
+                    u.password() != null ? u.password() : server.password(), u.timeout(), u.seeds(), u.replicaSet(),
+                    u.writeConcern(), u.readPreference(), u.readConcern());
             }
             return server.config(Values.duration("--timeout", timeout));
         } catch (IllegalArgumentException e) {

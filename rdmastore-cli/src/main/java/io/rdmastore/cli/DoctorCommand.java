@@ -160,8 +160,9 @@ final class DoctorCommand implements Callable<Integer> {
         } else if (env != null) {
             line("INFO", "UCX_TLS", env + " (environment)");
         } else {
-            line("INFO", "UCX_TLS", "not set: UCX picks from every transport it finds (shared memory on one host,"
-                + " RDMA verbs where there is a device, else tcp)");
+            line("INFO", "UCX_TLS", "not set: ^tcp, every transport UCX finds but its tcp wire (shared memory on one"
+                + " host, RDMA verbs where there is a device; UCX's tcp wire checks no remote keys, so it is on only"
+                + " with -Drdmastore.ucx.allowTcp=true or a UCX_TLS naming it)");
         }
         String signals = System.getenv("UCX_ERROR_SIGNALS");
         if (signals != null && signals.isEmpty()) {

@@ -33,8 +33,10 @@ import java.util.zip.CRC32C;
  * server pulls it, checks the CRC32C and acknowledges once the blob is durable. Over tcp the same calls stream.
  *
  * <p>Threads: thread-safe; each call runs on the calling thread, which also drives the transport when the connection
- * needs it. Memory: a {@link BlobBuffer} is the caller's and is filled or read only during the call; byte-array,
- * stream and heap-segment variants go through a temporary off-heap buffer of the blob's size.
+ * needs it. Blob calls go to the primary of a replica set (whatever the read preference); writes honour write concern
+ * majority with a WAIT after the write's reply and are not retried after a failover. Memory: a {@link BlobBuffer} is
+ * the caller's and is filled or read only during the call; byte-array, stream and heap-segment variants go through a
+ * temporary off-heap buffer of the blob's size.
  */
 public final class BlobClient {
     /** Bytes per one-sided read of a get. */
@@ -48,10 +50,33 @@ public final class BlobClient {
 
     private final ClientCore core;
     private final Duration timeout;
+    private final WriteConcern writeConcern;
 
-    BlobClient(ClientCore core, Duration timeout) {
+    BlobClient(ClientCore core, Duration timeout, WriteConcern writeConcern) {
         this.core = core;
         this.timeout = timeout;
+        this.writeConcern = writeConcern;
+    }
+
+    /**
+     * Waits for the write concern of a blob write that succeeded on {@code c}. A blob's WAIT is sent after the write's
+     * reply, not pipelined: the server commits a blob after requests sent behind it ran, which a pipelined WAIT would
+     * not cover. A NOTPRIMARY refusal makes the next call rediscover the primary; blob writes are not retried.
+     */
+    private <T> T written(Connection c, byte opcode, ClientCore.Call<T> call, Duration callTimeout) {
+        T result;
+        try {
+            result = core.await(call, callTimeout);
+        } catch (RdmaStoreServerException e) {
+            if (ClientCore.isNotPrimaryError(e)) {
+                core.notPrimary(c);
+            }
+            throw e;
+        }
+        if (writeConcern.majority()) {
+            core.awaitMajority(c, opcode, writeConcern, timeout);
+        }
+        return result;
     }
 
     // ---- buffers ----
@@ -93,7 +118,7 @@ public final class BlobClient {
                 r.end();
                 return v;
             }, transferTimeout(length));
-        long version = core.await(call, transferTimeout(length));
+        long version = written(c, ProtocolDescriptor.BLOB_PUT, call, transferTimeout(length));
         return new BlobInfo(version, length, crc);
     }
 
@@ -331,12 +356,13 @@ public final class BlobClient {
 
     /** Deletes a blob; true when it existed. Readers holding a lease finish with the version they started. */
     public boolean delete(byte[] key) {
+        Connection c = core.connection();
         ClientCore.Call<Boolean> call = core.call(ProtocolDescriptor.BLOB_DEL, w -> w.bytes(key), (st, r) -> {
             long n = r.i64("deleted");
             r.end();
             return n > 0;
         }, timeout);
-        return core.await(call, timeout);
+        return written(c, ProtocolDescriptor.BLOB_DEL, call, timeout);
     }
 
     // ---- transfer machinery ----

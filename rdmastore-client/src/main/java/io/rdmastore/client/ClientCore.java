@@ -19,15 +19,24 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
@@ -58,6 +67,50 @@ final class ClientCore implements AutoCloseable {
         TIMER.setRemoveOnCancelPolicy(true);
     }
 
+    /**
+     * Threads that retry a call after a failover: rediscovery connects and waits, which must never happen on a
+     * transport thread that delivered the NOTPRIMARY. Daemons, created on demand, gone after 10 s idle.
+     */
+    private static final Executor FAILOVER;
+
+    static {
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(4, 4, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+            Thread t = new Thread(r, "rdmastore-client-failover");
+            t.setDaemon(true);
+            return t;
+        });
+        pool.allowCoreThreadTimeOut(true);
+        FAILOVER = pool;
+    }
+
+    /** What each opcode does to stored data, for routing and retries: {@link #READ}, {@link #WRITE} or 0. */
+    private static final byte[] KIND = new byte[256];
+    static final byte READ = 1;
+    static final byte WRITE = 2;
+
+    static {
+        for (byte op : new byte[] {ProtocolDescriptor.GET, ProtocolDescriptor.EXISTS, ProtocolDescriptor.PTTL,
+            ProtocolDescriptor.HGET, ProtocolDescriptor.HGETALL, ProtocolDescriptor.MGET, ProtocolDescriptor.DOC_FIND,
+            ProtocolDescriptor.DOC_COUNT, ProtocolDescriptor.BLOB_GET}) {
+            KIND[op] = READ;
+        }
+        for (byte op : new byte[] {ProtocolDescriptor.SET, ProtocolDescriptor.DEL, ProtocolDescriptor.PEXPIRE,
+            ProtocolDescriptor.INCRBY, ProtocolDescriptor.HSET, ProtocolDescriptor.HDEL, ProtocolDescriptor.MSET,
+            ProtocolDescriptor.DOC_INSERT, ProtocolDescriptor.DOC_UPDATE, ProtocolDescriptor.DOC_DELETE,
+            ProtocolDescriptor.BLOB_PUT, ProtocolDescriptor.BLOB_DEL}) {
+            KIND[op] = WRITE;
+        }
+    }
+
+    /** Whether {@code opcode} changes stored data (so its outcome is unknown when its reply is lost). */
+    static boolean isWrite(byte opcode) {
+        return KIND[opcode & 0xFF] == WRITE;
+    }
+
+    static byte kind(byte opcode) {
+        return KIND[opcode & 0xFF];
+    }
+
     private static final ThreadLocal<WireWriter> WRITERS = ThreadLocal.withInitial(() -> new WireWriter(4096));
 
     final ClientConfig config;
@@ -66,8 +119,20 @@ final class ClientCore implements AutoCloseable {
     private final String ucxUnavailable;
     private final AtomicLong ids = new AtomicLong();
     private final Object connectLock = new Object();
+    /** The session writes go to: the single host, or the replica set's primary. */
     private volatile Session session;
     private volatile boolean closed;
+    /** Whether this client discovers a replica set (several seeds or a set name). */
+    final boolean replicated;
+    /** Reads go through {@link Operation} (replica set, or linearizable reads); else straight to {@link #call}. */
+    final boolean plainReads;
+    /** Replica set with a read preference other than primary: the secondary serving reads, or null. */
+    private volatile Session secondary;
+    private volatile Topology topology;
+    /** Members to ask for their ROLE: the seeds, then every member a ROLE reply named. Guarded by connectLock. */
+    private final List<InetSocketAddress> known = new ArrayList<>();
+    /** When a discovery last ran (System.nanoTime); guarded by connectLock. */
+    private long lastDiscovery;
 
     /** Decodes a reply's body on the transport thread; {@code status} is OK or NULL. */
     @FunctionalInterface
@@ -83,6 +148,12 @@ final class ClientCore implements AutoCloseable {
 
     ClientCore(ClientConfig config) {
         this.config = config;
+        this.replicated = config.isReplicaSet();
+        this.plainReads = !replicated && config.readConcern() == ReadConcern.LOCAL;
+        this.known.addAll(config.seeds());
+        InetSocketAddress seed = config.seeds().get(0);
+        this.topology = new Topology("", 0, "", ClientConfig.address(seed),
+            List.of(new Topology.Member("", ClientConfig.address(seed))), "");
         CarrierTransport carrier = SharedCarrier.acquire();
         Network.Context ctx = new Network.Context().carrier(carrier);
         String why = null;
@@ -90,8 +161,10 @@ final class ClientCore implements AutoCloseable {
             try {
                 // a client needs one ring per connection, not a server's budget; its waiting threads drive the worker
                 java.util.Properties ucx = new java.util.Properties();
-                ucx.setProperty("maxConnections", "2");
-                ucx.setProperty("memoryBudget", Long.toString(8L << 20));
+                // a replica-set client holds a connection to the primary, one to a secondary and probes the rest
+                int slots = replicated ? 2 * config.seeds().size() + 2 : 2;
+                ucx.setProperty("maxConnections", Integer.toString(slots));
+                ucx.setProperty("memoryBudget", Long.toString((8L << 20) * slots / 2));
                 // the thread waiting for a reply drives the worker; the agent only serves async callers, so it parks
                 ucx.setProperty("idleStrategy", "light");
                 Transport t = Transports.load(Transports.UCX, ucx);
@@ -127,12 +200,22 @@ final class ClientCore implements AutoCloseable {
     /** One connection and the calls in flight on it. */
     private final class Session implements MessageHandler {
         final Map<Long, Call<?>> pending = new ConcurrentHashMap<>();
+        /** The member this session is connected to, {@code host:port}. */
+        final String address;
         final WireReader reader = new WireReader();
         volatile Connection connection;
         volatile boolean open = true;
         volatile String serverReason;
         /** Whether a waiting thread must drive the transports (an upgraded, possibly invoker-mode connection). */
         volatile boolean driven;
+        /** Set when the member answered NOTPRIMARY: writes must go elsewhere, so the next call rediscovers. */
+        volatile boolean notPrimary;
+        /** {@link Operation}s sent on this session and not yet settled (a failover waits for them: see retryLater). */
+        final AtomicInteger operations = new AtomicInteger();
+
+        Session(String address) {
+            this.address = address;
+        }
 
         @Override
         public void onMessage(Connection c, MemorySegment message) {
@@ -160,69 +243,82 @@ final class ClientCore implements AutoCloseable {
         public void onClose(Connection c, Throwable cause) {
             open = false;
             String reason = serverReason != null ? "server closed the connection: " + serverReason
-                : "connection to " + config.host() + ":" + config.port() + " lost"
+                : "connection to " + address + " lost"
                     + (cause != null ? ": " + cause.getMessage() : "");
             failAll(reason, cause);
         }
 
         void failAll(String reason, Throwable cause) {
-            for (Long id : pending.keySet()) {
+            // in the order sent (ids increase), so that calls retried after a failover keep their order
+            for (Long id : new java.util.TreeSet<>(pending.keySet())) {
                 Call<?> call = pending.remove(id);
                 if (call != null) {
+                    boolean write = isWrite(call.opcode);
                     call.completeExceptionally(new RdmaStoreConnectionException(reason + " while "
-                        + ProtocolDescriptor.opcodeName(call.opcode) + " was in flight", cause));
+                        + ProtocolDescriptor.opcodeName(call.opcode) + " was in flight"
+                        + (write ? " (outcome unknown: the write may have been applied)" : ""), cause, write));
                 }
             }
         }
     }
 
+    /** The session writes go to: the single host, or the primary (discovered first when needed). */
     private Session session() {
         Session s = session;
-        if (s != null && s.open) {
+        if (s != null && s.open && !s.notPrimary) {
             return s;
         }
+        return replicated ? primarySession(System.nanoTime() + failoverNanos()) : connectSingle();
+    }
+
+    private Session connectSingle() {
         synchronized (connectLock) {
-            s = session;
+            Session s = session;
             if (s != null && s.open) {
                 return s;
             }
             if (closed) {
                 throw new RdmaStoreException("client is closed");
             }
-            s = connect();
+            s = open(config.seeds().get(0));
+            // A PING proves the session works end to end and surfaces a refusal the server sends after the handshake.
+            prove(s, ProtocolDescriptor.PING, (st, r) -> r.restString());
+            LOG.debug("connected to {} over {}: {}", s.address, s.connection.transportName(),
+                s.connection.selectionReason());
             session = s;
             return s;
         }
     }
 
-    private Session connect() {
-        Session s = new Session();
-        InetSocketAddress address = new InetSocketAddress(config.host(), config.port());
+    /** Connects (transport handshake only) to {@code target}. */
+    private Session open(InetSocketAddress target) {
+        Session s = new Session(ClientConfig.address(target));
         ConnectOptions options = new ConnectOptions(config.transport(), config.credentials(), config.timeout());
         Connection c;
         try {
-            c = network.connect(address, s, options);
-        } catch (TransportException e) {
-            throw new RdmaStoreConnectionException("cannot connect to " + config.host() + ":" + config.port()
-                + " (transport=" + config.transport() + "): " + e.getMessage(), e);
+            c = network.connect(new InetSocketAddress(target.getHostString(), target.getPort()), s, options);
+        } catch (TransportException | IllegalArgumentException | SecurityException e) {
+            throw new RdmaStoreConnectionException("cannot connect to " + s.address + " (transport="
+                + config.transport() + "): " + e.getMessage(), e);
         }
         s.connection = c;
         s.driven = !c.transportName().equals("tcp");
         if (!c.isOpen()) {
             s.open = false;
         }
-        // A PING proves the session works end to end and surfaces a refusal the server sends after the handshake.
-        Call<String> ping = send(s, ProtocolDescriptor.PING, w -> { }, (st, r) -> r.restString(), config.timeout());
-        try {
-            await(s, ping, config.timeout());
-        } catch (RdmaStoreException e) {
-            c.close();
-            throw new RdmaStoreConnectionException("cannot connect to " + config.host() + ":" + config.port() + ": "
-                + e.getMessage(), e);
-        }
-        LOG.debug("connected to {}:{} over {}: {}", config.host(), config.port(), c.transportName(),
-            c.selectionReason());
         return s;
+    }
+
+    /** Sends the first request of a new session and waits for it; closes the session when it fails. */
+    private <T> T prove(Session s, byte opcode, Decoder<T> decoder) {
+        Call<T> call = send(s, opcode, w -> { }, decoder, config.timeout());
+        try {
+            return await(s, call, config.timeout());
+        } catch (RdmaStoreException e) {
+            s.open = false;
+            s.connection.close();
+            throw new RdmaStoreConnectionException("cannot connect to " + s.address + ": " + e.getMessage(), e);
+        }
     }
 
     String transport() {
@@ -309,8 +405,8 @@ final class ClientCore implements AutoCloseable {
             if (status == TransportStatus.CLOSED) {
                 s.open = false;
                 s.pending.remove(id);
-                call.completeExceptionally(new RdmaStoreConnectionException("connection to " + config.host() + ":"
-                    + config.port() + " is closed; " + ProtocolDescriptor.opcodeName(opcode) + " was not sent"));
+                call.completeExceptionally(new RdmaStoreConnectionException("connection to " + s.address
+                    + " is closed; " + ProtocolDescriptor.opcodeName(opcode) + " was not sent"));
                 return call;
             }
             if (System.nanoTime() - deadline > 0) {
@@ -324,9 +420,10 @@ final class ClientCore implements AutoCloseable {
         }
         call.timer = TIMER.schedule(() -> {
             if (s.pending.remove(id, call)) {
+                boolean write = isWrite(opcode);
                 call.completeExceptionally(new RdmaStoreTimeoutException(ProtocolDescriptor.opcodeName(opcode)
-                    + " timed out after " + timeout.toMillis() + " ms waiting for the reply from " + config.host()
-                    + ":" + config.port()));
+                    + " timed out after " + timeout.toMillis() + " ms waiting for the reply from " + s.address
+                    + (write ? " (outcome unknown: the write may have been applied)" : ""), write));
             }
         }, timeoutNanos, TimeUnit.NANOSECONDS);
         if (call.isDone()) {
@@ -409,22 +506,604 @@ final class ClientCore implements AutoCloseable {
             // The call's own timer fails it on time; the extra second only guards against a lost timer.
             return call.get(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RdmaStoreException r) {
-                throw r;
-            }
-            if (cause instanceof RuntimeException r) {
-                throw r;
-            }
-            throw new RdmaStoreException(ProtocolDescriptor.opcodeName(call.opcode) + " failed: " + cause, cause);
+            throw unwrap(e, call.opcode);
         } catch (TimeoutException e) {
             throw new RdmaStoreTimeoutException(ProtocolDescriptor.opcodeName(call.opcode) + " timed out after "
-                + timeout.toMillis() + " ms");
+                + timeout.toMillis() + " ms", isWrite(call.opcode));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RdmaStoreException("interrupted while waiting for " + ProtocolDescriptor.opcodeName(call.opcode),
                 e);
         }
+    }
+
+    // ---- replica set ----
+
+    /** The time a failover may take: rediscovery with back-off, reconnecting and the retry, bounded together. */
+    private long failoverNanos() {
+        return 2 * config.timeout().toNanos();
+    }
+
+    /** One member's answer to ROLE. */
+    record RoleReply(int role, long term, String setName, String selfId, String primaryId, String primaryAddress,
+                     List<Topology.Member> members) {
+        static RoleReply decode(WireReader r) {
+            int role = r.u8("role");
+            long term = r.i64("term");
+            String setName = r.string("setName", 1024);
+            String selfId = r.string("selfId", 1024);
+            String primaryId = r.string("primaryId", 1024);
+            String primaryAddress = r.string("primaryAddress", 1024);
+            int n = r.i32("member count");
+            if (n < 0 || n > 1024) {
+                throw new ProtocolException("member count " + n + " out of range");
+            }
+            List<Topology.Member> members = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                members.add(new Topology.Member(r.string("member id", 1024), r.string("member address", 1024)));
+            }
+            return new RoleReply(role, term, setName, selfId, primaryId, primaryAddress, members);
+        }
+    }
+
+    /** The primary's session, rediscovering the set (until {@code deadline}) when it is lost or stepped down. */
+    private Session primarySession(long deadline) {
+        Session s = session;
+        if (s != null && s.open && !s.notPrimary) {
+            return s;
+        }
+        synchronized (connectLock) {
+            s = session;
+            if (s != null && s.open && !s.notPrimary) {
+                return s;
+            }
+            discover(deadline, true);
+            return session;
+        }
+    }
+
+    /** The session a read goes to under the configured read preference. */
+    private Session readSession(long deadline) {
+        if (config.readPreference() == ReadPreference.PRIMARY) {
+            return primarySession(deadline);
+        }
+        Session s = secondary;
+        if (s != null && s.open) {
+            return s;
+        }
+        boolean preferred = config.readPreference() == ReadPreference.SECONDARY_PREFERRED;
+        synchronized (connectLock) {
+            s = secondary;
+            if (s != null && s.open) {
+                return s;
+            }
+            // secondaryPreferred looks for a secondary again at most once per time-out, reading from the primary
+            // meanwhile; secondary keeps looking until the deadline.
+            if (!preferred || System.nanoTime() - lastDiscovery > config.timeout().toNanos()) {
+                try {
+                    discover(preferred ? System.nanoTime() : deadline, false);
+                } catch (RdmaStoreConnectionException e) {
+                    if (!preferred) {
+                        throw e;
+                    }
+                }
+            }
+            s = secondary;
+            if (s != null && s.open) {
+                return s;
+            }
+        }
+        return primarySession(deadline);
+    }
+
+    /**
+     * Asks the known members for their ROLE, with back-off, until a primary (or, when {@code needPrimary} is false, a
+     * secondary) is found or {@code deadline} passes; then installs the sessions and the topology. Under connectLock.
+     */
+    private void discover(long deadline, boolean needPrimary) {
+        long backoffMillis = 20;
+        while (true) {
+            if (closed) {
+                throw new RdmaStoreException("client is closed");
+            }
+            StringBuilder why = new StringBuilder();
+            lastDiscovery = System.nanoTime();
+            if (discoverOnce(why, needPrimary)) {
+                return;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new RdmaStoreConnectionException("no " + (needPrimary ? "primary" : "secondary")
+                    + " of replica set " + (config.replicaSet() != null ? "'" + config.replicaSet() + "'" : "")
+                    + " found among " + known.size() + " members: " + why);
+            }
+            LockSupport.parkNanos(Math.min(TimeUnit.MILLISECONDS.toNanos(backoffMillis), left));
+            backoffMillis = Math.min(backoffMillis * 2, 500);
+        }
+    }
+
+    private boolean discoverOnce(StringBuilder why, boolean needPrimary) {
+        boolean wantSecondary = config.readPreference() != ReadPreference.PRIMARY;
+        Deque<InetSocketAddress> queue = new ArrayDeque<>(known);
+        Set<String> tried = new HashSet<>();
+        Session primary = null;
+        RoleReply primaryRole = null;
+        Session second = null;
+        long maxTerm = Long.MIN_VALUE;
+        while (!queue.isEmpty()) {
+            InetSocketAddress target = queue.poll();
+            if (!tried.add(ClientConfig.address(target))) {
+                continue;
+            }
+            Session s;
+            RoleReply role;
+            try {
+                s = open(target);
+                role = prove(s, ProtocolDescriptor.ROLE, (st, r) -> RoleReply.decode(r));
+            } catch (RdmaStoreException e) {
+                why.append("; ").append(e.getMessage());
+                continue;
+            }
+            String refusal = null;
+            if (role.role() == ProtocolDescriptor.ROLE_STANDALONE) {
+                refusal = "is a standalone server, not a replica set member";
+            } else if (config.replicaSet() != null && !config.replicaSet().equals(role.setName())) {
+                refusal = "belongs to replica set '" + role.setName() + "', not '" + config.replicaSet() + "'";
+            } else if (role.role() == ProtocolDescriptor.ROLE_NO_PRIMARY) {
+                refusal = "has no primary yet (election or catch-up in progress, term " + role.term() + ")";
+            } else if (role.role() != ProtocolDescriptor.ROLE_PRIMARY
+                && role.role() != ProtocolDescriptor.ROLE_SECONDARY) {
+                refusal = "answered ROLE with unknown role " + role.role();
+            }
+            if (role.role() != ProtocolDescriptor.ROLE_STANDALONE
+                && (config.replicaSet() == null || config.replicaSet().equals(role.setName()))) {
+                learn(role, queue);
+                maxTerm = Math.max(maxTerm, role.term());
+            }
+            if (refusal != null) {
+                why.append("; ").append(s.address).append(' ').append(refusal);
+                retire(s);
+                continue;
+            }
+            if (role.role() == ProtocolDescriptor.ROLE_PRIMARY) {
+                // two members claiming primacy: the higher term is the newer election
+                if (primary == null || role.term() > primaryRole.term()) {
+                    if (primary != null) {
+                        retire(primary);
+                    }
+                    primary = s;
+                    primaryRole = role;
+                } else {
+                    retire(s);
+                }
+            } else if (wantSecondary && second == null) {
+                second = s;
+            } else {
+                retire(s);
+            }
+            if (role.role() == ProtocolDescriptor.ROLE_SECONDARY && primary == null
+                && !role.primaryAddress().isEmpty()) {
+                try {
+                    queue.addFirst(ClientConfig.parseAddress(role.primaryAddress(), "ROLE reply of " + s.address));
+                } catch (IllegalArgumentException e) {
+                    why.append("; ").append(e.getMessage());
+                }
+            }
+            if (primary != null && primaryRole.term() >= maxTerm && (!wantSecondary || second != null)) {
+                break;
+            }
+        }
+        if (needPrimary && primary == null || !needPrimary && second == null) {
+            if (primary != null) {
+                retire(primary);
+            }
+            if (second != null) {
+                retire(second);
+            }
+            if (why.isEmpty()) {
+                why.append("; no member answered");
+            }
+            why.delete(0, 2);
+            return false;
+        }
+        if (primary != null) {
+            Session old = session;
+            if (old != null && old.open && !old.notPrimary && old.address.equals(primary.address)) {
+                // still the primary: keep its connection, so writes in flight and new ones stay in one ordered stream
+                retire(primary);
+            } else {
+                session = primary;
+                if (old != null) {
+                    retire(old);
+                }
+            }
+        }
+        Session oldSecondary = secondary;
+        if (second != null || oldSecondary != null && !oldSecondary.open) {
+            secondary = second;
+            if (oldSecondary != null) {
+                retire(oldSecondary);
+            }
+        }
+        Session p = session;
+        Session r = secondary;
+        RoleReply t = primaryRole;
+        Topology was = topology;
+        topology = new Topology(t != null ? t.setName() : was.setName(), t != null ? t.term() : was.term(),
+            t != null ? t.selfId() : was.primaryId(), p != null ? p.address : was.primaryAddress(),
+            t != null ? t.members() : was.members(), r != null ? r.address : "");
+        LOG.info("replica set {}: primary {} ({}, term {}){}", topology.setName(), topology.primaryAddress(),
+            topology.primaryId(), topology.term(), r != null ? ", reads from secondary " + r.address : "");
+        return true;
+    }
+
+    /** Adds the members a ROLE reply names to the known ones; a named primary is asked next. */
+    private void learn(RoleReply role, Deque<InetSocketAddress> queue) {
+        for (Topology.Member m : role.members()) {
+            if (m.address().isEmpty()) {
+                continue;
+            }
+            InetSocketAddress a;
+            try {
+                a = ClientConfig.parseAddress(m.address(), "ROLE reply");
+            } catch (IllegalArgumentException e) {
+                continue;
+            }
+            String key = ClientConfig.address(a);
+            boolean seen = false;
+            for (InetSocketAddress k : known) {
+                if (ClientConfig.address(k).equals(key)) {
+                    seen = true;
+                    break;
+                }
+            }
+            if (!seen) {
+                known.add(a);
+                queue.addLast(a);
+            }
+        }
+    }
+
+    /**
+     * Closes a session that is no longer used once its calls in flight are answered or timed out (closing at once
+     * would turn their replies, e.g. a NOTPRIMARY that makes a write safe to retry, into outcome-unknown failures).
+     */
+    private void retire(Session s) {
+        if (!s.open || s.pending.isEmpty()) {
+            s.open = false;
+            s.connection.close();
+            return;
+        }
+        TIMER.schedule(() -> retire(s), 100, TimeUnit.MILLISECONDS);
+    }
+
+    /** What discovery last found; a single host's is that host. Connects first when needed. */
+    Topology topology() {
+        session();
+        return topology;
+    }
+
+    // ---- calls with write concern, read concern and failover ----
+
+    /**
+     * A call that may span several requests and members: the request itself, then pipelined on the same connection a
+     * WAIT (write concern majority) or a READ_FENCE (linearizable read); on NOTPRIMARY, or a lost connection for a
+     * read or an unsent write, it rediscovers the primary and sends again, bounded by the failover time and
+     * {@link #MAX_ATTEMPTS}. A write whose request was sent and whose reply was lost is never sent again.
+     *
+     * <p>Threads: started on the caller's thread; continued on the thread that completes its last reply (a transport
+     * or timer thread), and on a {@link #FAILOVER} thread for each retry.
+     */
+    final class Operation<T> extends CompletableFuture<T> {
+        final byte opcode;
+        final byte kind;
+        final Encoder body;
+        final Decoder<T> decoder;
+        final Duration timeout;
+        final WriteConcern writeConcern;
+        final long deadline;
+        int attempts;
+
+        Operation(byte opcode, Encoder body, Decoder<T> decoder, Duration timeout, WriteConcern writeConcern) {
+            this.opcode = opcode;
+            this.kind = kind(opcode);
+            this.body = body;
+            this.decoder = decoder;
+            this.timeout = timeout;
+            this.writeConcern = writeConcern;
+            this.deadline = System.nanoTime() + failoverNanos();
+        }
+
+        /** How long a synchronous caller may wait for the whole operation; it always ends sooner. */
+        Duration guard() {
+            Duration perAttempt = timeout.multipliedBy(3).plus(writeConcern.wtimeout(timeout));
+            return perAttempt.multipliedBy(MAX_ATTEMPTS).plusNanos(failoverNanos()).plusSeconds(1);
+        }
+
+        void attempt() {
+            attempts++;
+            Session s;
+            try {
+                if (closed) {
+                    throw new RdmaStoreException("client is closed");
+                }
+                if (!replicated) {
+                    s = session();
+                } else {
+                    s = kind == READ ? readSession(deadline) : primarySession(deadline);
+                }
+            } catch (RuntimeException e) {
+                completeExceptionally(e);
+                return;
+            }
+            s.operations.incrementAndGet();
+            Call<T> main = send(s, opcode, body, decoder, timeout);
+            Call<?> extra = null;
+            if (!main.isCompletedExceptionally()) {
+                if (kind == WRITE && writeConcern.majority()) {
+                    Duration wt = writeConcern.wtimeout(timeout);
+                    long ms = Math.max(1, wt.toMillis());
+                    extra = send(s, ProtocolDescriptor.WAIT, w -> w.i32(ProtocolDescriptor.WAIT_MAJORITY).i64(ms),
+                        (st, r) -> r.i64("acked"), wt.plus(timeout));
+                } else if (kind == READ && config.readConcern() == ReadConcern.LINEARIZABLE) {
+                    long ms = Math.max(1, timeout.toMillis());
+                    extra = send(s, ProtocolDescriptor.READ_FENCE, w -> w.i64(ms), (st, r) -> null,
+                        timeout.multipliedBy(2));
+                }
+            }
+            if (extra == null) {
+                main.whenComplete((v, e) -> settle(s, main, null));
+            } else {
+                Call<?> second = extra;
+                AtomicInteger left = new AtomicInteger(2);
+                java.util.function.BiConsumer<Object, Throwable> done = (v, e) -> {
+                    if (left.decrementAndGet() == 0) {
+                        settle(s, main, second);
+                    }
+                };
+                main.whenComplete(done);
+                second.whenComplete(done);
+            }
+        }
+
+        private void settle(Session s, Call<T> main, Call<?> extra) {
+            try {
+                settleOn(s, main, extra);
+            } finally {
+                s.operations.decrementAndGet();
+            }
+        }
+
+        private void settleOn(Session s, Call<T> main, Call<?> extra) {
+            String op = ProtocolDescriptor.opcodeName(opcode);
+            if (main.isCompletedExceptionally()) {
+                Throwable e = main.exceptionNow();
+                if (isNotPrimary(e)) {
+                    retry(e, s);
+                } else if (e instanceof RdmaStoreConnectionException c && (kind != WRITE || !c.outcomeUnknown())) {
+                    retry(e, null);
+                } else {
+                    completeExceptionally(e);
+                }
+                return;
+            }
+            if (extra == null || !extra.isCompletedExceptionally()) {
+                complete(main.resultNow());
+                return;
+            }
+            Throwable x = extra.exceptionNow();
+            if (kind == WRITE) {
+                if (isNotPrimary(x)) {
+                    stale(s);
+                }
+                completeExceptionally(new RdmaStoreWriteConcernException(op + " was applied on " + s.address
+                    + " but write concern majority was not confirmed: " + x.getMessage(), x));
+            } else if (isNotPrimary(x)) {
+                retry(x, s);
+            } else if (x instanceof RdmaStoreConnectionException) {
+                retry(x, null);
+            } else if (x instanceof RdmaStoreServerException se && se.code().equals("TIMEOUT")) {
+                completeExceptionally(new RdmaStoreTimeoutException("linearizable " + op + " was not confirmed by "
+                    + s.address + ": " + x.getMessage()));
+            } else {
+                completeExceptionally(x);
+            }
+        }
+
+        /** Sends again after a failover when allowed; {@code refused} is the session that answered NOTPRIMARY. */
+        private void retry(Throwable cause, Session refused) {
+            if (!replicated || closed || attempts >= MAX_ATTEMPTS || System.nanoTime() - deadline > 0) {
+                if (refused != null) {
+                    stale(refused);
+                }
+                completeExceptionally(cause);
+                return;
+            }
+            LOG.debug("{} failed on attempt {} ({}); rediscovering the primary", ProtocolDescriptor.opcodeName(opcode),
+                attempts, cause.getMessage());
+            retryLater(this::attempt, refused);
+        }
+
+        /** The first attempt: behind the retries of a failover in progress, so it cannot overtake them. */
+        void start() {
+            if (replicated) {
+                synchronized (retries) {
+                    if (retrying) {
+                        held.add(this::attempt);
+                        return;
+                    }
+                }
+            }
+            attempt();
+        }
+    }
+
+    /** Operations to send again after a failover, in the order their failures arrived; guarded by itself. */
+    private final ArrayDeque<Runnable> retries = new ArrayDeque<>();
+    /** Operations started while a failover runs, sent after every retry; guarded by {@link #retries}. */
+    private final ArrayDeque<Runnable> held = new ArrayDeque<>();
+    /** Whether a {@link #FAILOVER} thread is draining {@link #retries}; guarded by {@link #retries}. */
+    private boolean retrying;
+    /** The session that last answered NOTPRIMARY, whose operations still in flight the drain waits for. */
+    private Session refusing;
+
+    /** Marks a session that answered NOTPRIMARY: the next call rediscovers the primary. */
+    private void stale(Session s) {
+        synchronized (retries) {
+            s.notPrimary = replicated;
+        }
+    }
+
+    /**
+     * Runs retries one at a time on a {@link #FAILOVER} thread, in order, so that pipelined operations reach the new
+     * primary in the order they were first sent: first the operations refused by a deposed primary (their replies
+     * arrive in order, and the drain waits until every operation in flight on that session has settled and queued
+     * itself), then the operations started while the failover runs ({@link Operation#start}), which were sent after
+     * them. Marking the session stale and queueing happen under one lock, so no caller sees the stale session without
+     * also seeing the failover.
+     */
+    private void retryLater(Runnable retry, Session refused) {
+        synchronized (retries) {
+            if (refused != null) {
+                refused.notPrimary = true;
+                refusing = refused;
+            }
+            retries.add(retry);
+            if (retrying) {
+                return;
+            }
+            retrying = true;
+        }
+        FAILOVER.execute(this::drainRetries);
+    }
+
+    private void drainRetries() {
+        while (true) {
+            Session wait;
+            synchronized (retries) {
+                wait = refusing;
+                refusing = null;
+            }
+            if (wait != null) {
+                // every operation in flight there was refused too (the member executes in order): let them queue
+                long limit = System.nanoTime() + failoverNanos();
+                while (wait.operations.get() > 0 && wait.open && System.nanoTime() - limit < 0) {
+                    LockSupport.parkNanos(200_000);
+                }
+            }
+            Runnable r;
+            synchronized (retries) {
+                if (refusing != null) {
+                    continue;
+                }
+                r = retries.poll();
+                if (r == null) {
+                    r = held.poll();
+                }
+                if (r == null) {
+                    retrying = false;
+                    return;
+                }
+            }
+            try {
+                r.run();
+            } catch (RuntimeException e) {
+                LOG.warn("retry after failover failed unexpectedly", e);
+            }
+        }
+    }
+
+    /**
+     * For writes whose WAIT cannot be pipelined (a blob's commit completes after later requests ran): sends a WAIT for
+     * a majority on {@code used}, the connection the write went over, once the write's reply arrived, and waits.
+     *
+     * @throws RdmaStoreWriteConcernException when the majority is not confirmed
+     */
+    void awaitMajority(Connection used, byte opcode, WriteConcern wc, Duration timeout) {
+        String op = ProtocolDescriptor.opcodeName(opcode);
+        Session s = session;
+        if (s == null || s.connection != used || !s.open) {
+            throw new RdmaStoreWriteConcernException(op + " was applied but its connection was lost before the "
+                + "WAIT for write concern majority", null);
+        }
+        Duration wt = wc.wtimeout(timeout);
+        long ms = Math.max(1, wt.toMillis());
+        Call<Long> wait = send(s, ProtocolDescriptor.WAIT, w -> w.i32(ProtocolDescriptor.WAIT_MAJORITY).i64(ms),
+            (st, r) -> r.i64("acked"), wt.plus(timeout));
+        try {
+            await(s, wait, wt.plus(timeout));
+        } catch (RdmaStoreException e) {
+            if (isNotPrimary(e) && replicated) {
+                s.notPrimary = true;
+            }
+            throw new RdmaStoreWriteConcernException(op + " was applied on " + s.address
+                + " but write concern majority was not confirmed: " + e.getMessage(), e);
+        }
+    }
+
+    /** After a NOTPRIMARY reply to {@code used}: the next call rediscovers the primary. */
+    void notPrimary(Connection used) {
+        Session s = session;
+        if (replicated && s != null && s.connection == used) {
+            s.notPrimary = true;
+        }
+    }
+
+    static boolean isNotPrimaryError(RuntimeException e) {
+        return isNotPrimary(e);
+    }
+
+    /** Attempts of one operation, the first included. */
+    static final int MAX_ATTEMPTS = 4;
+
+    private static boolean isNotPrimary(Throwable e) {
+        return e instanceof RdmaStoreServerException s && s.code().equals("NOTPRIMARY");
+    }
+
+    /** Starts an operation with write concern, read concern and failover. */
+    <T> Operation<T> operation(byte opcode, Encoder body, Decoder<T> decoder, Duration timeout, WriteConcern wc) {
+        Operation<T> op = new Operation<>(opcode, body, decoder, timeout, wc);
+        op.start();
+        return op;
+    }
+
+    /** Waits for an operation, driving the transports when the session needs its waiting threads to. */
+    <T> T await(Operation<T> op) {
+        int idle = 0;
+        while (!op.isDone() && idle < TCP_SPIN_ROUNDS) {
+            idle = idle(idle, driveIfNeeded());
+        }
+        Duration guard = op.guard();
+        long end = System.nanoTime() + guard.toNanos();
+        while (!op.isDone() && driven() && System.nanoTime() - end < 0) {
+            idle = idle(idle, driveIfNeeded());
+        }
+        try {
+            return op.get(Math.max(1, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException e) {
+            throw unwrap(e, op.opcode);
+        } catch (TimeoutException e) {
+            throw new RdmaStoreTimeoutException(ProtocolDescriptor.opcodeName(op.opcode) + " timed out after "
+                + guard.toMillis() + " ms", isWrite(op.opcode));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaStoreException("interrupted while waiting for " + ProtocolDescriptor.opcodeName(op.opcode),
+                e);
+        }
+    }
+
+    private boolean driven() {
+        Session s = session;
+        Session r = secondary;
+        return s != null && s.driven || r != null && r.driven;
+    }
+
+    private static RuntimeException unwrap(ExecutionException e, byte opcode) {
+        Throwable cause = e.getCause();
+        if (cause instanceof RuntimeException r) {
+            return r;
+        }
+        return new RdmaStoreException(ProtocolDescriptor.opcodeName(opcode) + " failed: " + cause, cause);
     }
 
     @Override
@@ -434,11 +1113,12 @@ final class ClientCore implements AutoCloseable {
                 return;
             }
             closed = true;
-            Session s = session;
-            if (s != null) {
-                s.open = false;
-                s.connection.close();
-                s.failAll("client closed", null);
+            for (Session s : new Session[] {session, secondary}) {
+                if (s != null) {
+                    s.open = false;
+                    s.connection.close();
+                    s.failAll("client closed", null);
+                }
             }
         }
         network.close();

@@ -32,7 +32,17 @@ import java.util.concurrent.CompletableFuture;
  * <p>Failures: {@link RdmaStoreServerException} (the server's error reply, e.g. {@code WRONGTYPE}; the connection stays
  * usable), {@link RdmaStoreTimeoutException} (no reply within the call's time-out: {@code timeout} of the URI, or of
  * {@link #withTimeout}), {@link RdmaStoreConnectionException} (cannot connect, refused, or connection lost while the
- * call was in flight). After a disconnect, the next call reconnects.
+ * call was in flight), {@link RdmaStoreWriteConcernException} (a write applied on the primary whose write concern was
+ * not confirmed). After a disconnect, the next call reconnects. A write that was sent and whose reply was lost fails
+ * with {@link RdmaStoreException#outcomeUnknown()} true and is never retried by the client.
+ *
+ * <p>Replica sets ({@code rdmastore://h1:7379,h2:7380,h3:7381?replicaSet=rs0&w=majority}): connecting asks the seeds
+ * for their ROLE and connects to the primary ({@link #topology()}); writes go to the primary, reads as the
+ * {@code readPreference} says. On {@code NOTPRIMARY} (the write was not applied) or a lost connection, the client
+ * rediscovers the primary (within twice the time-out) and sends again what is safe: reads, and writes that were
+ * refused or never sent. {@code w=majority} pipelines a WAIT after each write, {@code readConcern=linearizable} a
+ * READ_FENCE after each read (docs/protocol.md, "Client behaviour"). A single host without {@code replicaSet} sends
+ * nothing beyond the calls.
  *
  * <p>Threads: thread-safe; share one client between threads. Memory: the client copies arguments before a method
  * returns and returns fresh arrays that the caller owns.
@@ -40,10 +50,15 @@ import java.util.concurrent.CompletableFuture;
 public final class RdmaStoreClient implements AutoCloseable {
     private final ClientCore core;
     private final Duration timeout;
+    private final WriteConcern writeConcern;
+    /** Writes go straight to {@link ClientCore#call}: a single host with write concern 1. */
+    private final boolean plainWrites;
 
-    private RdmaStoreClient(ClientCore core, Duration timeout) {
+    private RdmaStoreClient(ClientCore core, Duration timeout, WriteConcern writeConcern) {
         this.core = core;
         this.timeout = timeout;
+        this.writeConcern = writeConcern;
+        this.plainWrites = !core.replicated && !writeConcern.majority();
     }
 
     /**
@@ -65,10 +80,13 @@ public final class RdmaStoreClient implements AutoCloseable {
             core.close();
             throw e;
         }
-        return new RdmaStoreClient(core, config.timeout());
+        return new RdmaStoreClient(core, config.timeout(), config.writeConcern());
     }
 
-    /** A builder; {@code builder().host("10.0.0.1").port(7379).transport("ucx").password("pw").connect()}. */
+    /**
+     * A builder; {@code builder().host("10.0.0.1").port(7379).transport("ucx").password("pw").connect()}, or for a
+     * replica set {@code builder().seeds("h1:7379", "h2:7379").replicaSet("rs0").writeConcern(WriteConcern.MAJORITY)}.
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -80,6 +98,11 @@ public final class RdmaStoreClient implements AutoCloseable {
         private String transport = "auto";
         private String password;
         private Duration timeout = ClientConfig.DEFAULT_TIMEOUT;
+        private List<java.net.InetSocketAddress> seeds;
+        private String replicaSet;
+        private WriteConcern writeConcern;
+        private ReadPreference readPreference;
+        private ReadConcern readConcern;
 
         /** Starts from a URI's settings. */
         public Builder uri(String uri) {
@@ -89,16 +112,63 @@ public final class RdmaStoreClient implements AutoCloseable {
             transport = c.transport();
             password = c.password();
             timeout = c.timeout();
+            seeds = c.seeds();
+            replicaSet = c.replicaSet();
+            writeConcern = c.writeConcern();
+            readPreference = c.readPreference();
+            readConcern = c.readConcern();
             return this;
         }
 
+        /** A single host (replacing any seeds). */
         public Builder host(String value) {
             host = value;
+            seeds = null;
             return this;
         }
 
         public Builder port(int value) {
             port = value;
+            seeds = null;
+            return this;
+        }
+
+        /** The replica set's seeds, {@code host[:port]} each (port 7379 when left out); the first becomes the host. */
+        public Builder seeds(String... addresses) {
+            if (addresses.length == 0) {
+                throw new IllegalArgumentException("seeds needs at least one host");
+            }
+            List<java.net.InetSocketAddress> list = new ArrayList<>(addresses.length);
+            for (String a : addresses) {
+                list.add(ClientConfig.parseAddress(Objects.requireNonNull(a, "seed"), "seeds"));
+            }
+            seeds = List.copyOf(list);
+            host = list.get(0).getHostString();
+            port = list.get(0).getPort();
+            return this;
+        }
+
+        /** The replica set's name: the client discovers the primary and checks every member's set name. */
+        public Builder replicaSet(String value) {
+            replicaSet = value;
+            return this;
+        }
+
+        /** The default write concern; {@link WriteConcern#W1} by default. */
+        public Builder writeConcern(WriteConcern value) {
+            writeConcern = value;
+            return this;
+        }
+
+        /** Which member serves reads; {@link ReadPreference#PRIMARY} by default. */
+        public Builder readPreference(ReadPreference value) {
+            readPreference = value;
+            return this;
+        }
+
+        /** {@link ReadConcern#LOCAL} by default. */
+        public Builder readConcern(ReadConcern value) {
+            readConcern = value;
             return this;
         }
 
@@ -120,7 +190,8 @@ public final class RdmaStoreClient implements AutoCloseable {
         }
 
         public ClientConfig build() {
-            return new ClientConfig(host, port, transport, password, timeout);
+            return new ClientConfig(host, port, transport, password, timeout, seeds, replicaSet, writeConcern,
+                readPreference, readConcern);
         }
 
         public RdmaStoreClient connect() {
@@ -137,7 +208,30 @@ public final class RdmaStoreClient implements AutoCloseable {
         if (callTimeout.isNegative() || callTimeout.isZero()) {
             throw new IllegalArgumentException("timeout must be positive: " + callTimeout);
         }
-        return new RdmaStoreClient(core, callTimeout);
+        return new RdmaStoreClient(core, callTimeout, writeConcern);
+    }
+
+    /**
+     * A view of this client whose writes use {@code concern} (e.g. {@link WriteConcern#MAJORITY} for the writes that
+     * must survive a failover); it shares the connection, and closing either closes both.
+     */
+    public RdmaStoreClient withWriteConcern(WriteConcern concern) {
+        return new RdmaStoreClient(core, timeout, Objects.requireNonNull(concern, "concern"));
+    }
+
+    /** This view's write concern. */
+    public WriteConcern writeConcern() {
+        return writeConcern;
+    }
+
+    /** {@code host:port} of the member writes go to: the primary of a replica set, or the single host. */
+    public String primary() {
+        return core.topology().primaryAddress();
+    }
+
+    /** What the client found when it last discovered its replica set; for a single host, that host. */
+    public Topology topology() {
+        return core.topology();
     }
 
     /** The connection's transport: {@code "tcp"} or {@code "ucx"}. Reconnects if disconnected. */
@@ -168,11 +262,20 @@ public final class RdmaStoreClient implements AutoCloseable {
     // ---- plumbing ----
 
     private <T> CompletableFuture<T> call(byte opcode, ClientCore.Encoder body, ClientCore.Decoder<T> decoder) {
-        return core.call(opcode, body, decoder, timeout);
+        byte kind = ClientCore.kind(opcode);
+        // a single host sends just the request, as before replica sets; anything else may add a WAIT or READ_FENCE
+        // and retries after a failover
+        if (kind == ClientCore.WRITE ? plainWrites : kind == ClientCore.READ ? core.plainReads : !core.replicated) {
+            return core.call(opcode, body, decoder, timeout);
+        }
+        return core.operation(opcode, body, decoder, timeout, writeConcern);
     }
 
     private <T> T sync(CompletableFuture<T> f) {
-        return core.await((ClientCore.Call<T>) f, timeout);
+        if (f instanceof ClientCore.Call<T> c) {
+            return core.await(c, timeout);
+        }
+        return core.await((ClientCore.Operation<T>) f);
     }
 
     private static byte[] utf8(String s) {
@@ -246,7 +349,7 @@ public final class RdmaStoreClient implements AutoCloseable {
 
     /** Blob operations (large values as server-side files, moved one-sided), with this client's time-out. */
     public BlobClient blobs() {
-        return new BlobClient(core, timeout);
+        return new BlobClient(core, timeout, writeConcern);
     }
 
     public byte[] get(byte[] key) {

@@ -3,6 +3,8 @@
  * ({@code rdmastore://host:7379?transport=auto&password=...&timeout=5s}), offers a synchronous and a
  * {@code CompletableFuture} method for every operation, pipelines asynchronous calls on one connection, fails each call
  * that outlives its time-out, reconnects after the server restarts, and says which transport (tcp or ucx) it runs on and
- * why. Documents go through {@link io.rdmastore.client.DocumentCollection}, in the style of MongoDB's driver.
+ * why. Given several hosts or a {@code replicaSet}, it discovers the primary by ROLE, follows failovers (retrying only
+ * what cannot have been applied), and applies write concern, read concern and read preference. Documents go through
+ * {@link io.rdmastore.client.DocumentCollection}, in the style of MongoDB's driver.
  */
 package io.rdmastore.client;

@@ -384,6 +384,11 @@ final class NativeSession implements MessageHandler {
         public String transportName() {
             return connection.transportName();
         }
+
+        @Override
+        public String transportReason() {
+            return connection.selectionReason();
+        }
     };
 
     private void replication(int opcode, long id, WireReader r, WireWriter w) {

@@ -76,6 +76,8 @@ public final class RdmaStoreServer implements AutoCloseable {
     private Listener listener;
     private RespFace resp;
     private ReplicaSet replicaSet;
+    /** The password clients present in HELLO (UTF-8), null for none; CONFIG SET requirepass replaces it. */
+    private volatile byte[] password;
     private volatile int port;
     private volatile boolean closed;
     private boolean started;
@@ -137,9 +139,13 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (config.resp()) {
             resp = new RespFace(store, new RespFace.Context()
                 .password(config.password())
+                .version(VERSION)
                 .serverInfo(this::respInfo)
                 .nativeClients(this::nativeClients)
                 .clientIds(clientIds::incrementAndGet)
+                .admission(this::admission)
+                .passwordChanged(p -> password = p == null ? null : p.getBytes(StandardCharsets.UTF_8))
+                .maxOutputBytes(config.maxPendingReplyBytes())
                 .config(new ConfigView()));
             tcpCtx.foreignProtocol(resp::initialize);
         }
@@ -190,13 +196,14 @@ public final class RdmaStoreServer implements AutoCloseable {
         }
     }
 
+    /** One password for every face: HELLO checks the one RESP's CONFIG SET requirepass last set (or the config's). */
     private Authenticator authenticator() {
-        String password = config.password();
-        if (password == null) {
-            return Authenticator.NONE;
-        }
-        byte[] expected = password.getBytes(StandardCharsets.UTF_8);
+        password = config.password() == null ? null : config.password().getBytes(StandardCharsets.UTF_8);
         return credentials -> {
+            byte[] expected = password;
+            if (expected == null) {
+                return null;
+            }
             if (credentials.length == 0) {
                 return "NOAUTH password required";
             }
@@ -209,10 +216,10 @@ public final class RdmaStoreServer implements AutoCloseable {
             connection.close();
             return new Refused("ERR server is shutting down");
         }
-        if (sessions.size() >= config.maxConnections()) {
-            LOG.info("refusing {}: max number of clients reached ({})", connection.remoteAddress(),
-                config.maxConnections());
-            return new Refused("ERR max number of clients reached (" + config.maxConnections() + ")");
+        String refusal = admission();
+        if (refusal != null) {
+            LOG.info("refusing {}: {}", connection.remoteAddress(), refusal);
+            return new Refused(refusal);
         }
         NativeSession s = new NativeSession(this, store, config, connection);
         sessions.put(s, clientIds.incrementAndGet());
@@ -220,6 +227,13 @@ public final class RdmaStoreServer implements AutoCloseable {
         LOG.debug("native client {} on {}: {}", connection.remoteAddress(), connection.transportName(),
             connection.selectionReason());
         return s;
+    }
+
+    /** {@code maxclients} counts native and RESP clients alike: null admits one more, else the refusal text. */
+    private String admission() {
+        int open = sessions.size() + (resp != null ? resp.connectedClients() : 0);
+        return open >= config.maxConnections()
+            ? "ERR max number of clients reached (" + config.maxConnections() + ")" : null;
     }
 
     /**
@@ -386,6 +400,15 @@ public final class RdmaStoreServer implements AutoCloseable {
         latency.put("process_p999_ns", String.valueOf(h.getValueAtPercentile(99.9)));
         latency.put("process_max_ns", String.valueOf(h.getMaxValue()));
         out.put("latency", latency);
+        if (replicaSet != null) {
+            out.put("replication", replicaSet.info());
+        } else {
+            Map<String, String> repl = new LinkedHashMap<>();
+            repl.put("role", "master");
+            repl.put("connected_slaves", "0");
+            repl.put("master_repl_offset", String.valueOf(this.store.lastPosition()[1]));
+            out.put("replication", repl);
+        }
         Map<String, String> phases = new LinkedHashMap<>();
         phases.put("timing", timing != null ? "on" : "off");
         if (timing != null) {

@@ -35,6 +35,7 @@ public final class ServerConfig {
     private boolean resp = true;
     private boolean timing;
     private io.rdmastore.server.replication.ReplicaSetConfig replicaSet;
+    private long oplogWindowBytes = -1;
     private io.rdmastore.store.blob.BlobConfig blobConfig = new io.rdmastore.store.blob.BlobConfig();
     private Duration blobLeaseTimeout = Duration.ofSeconds(60);
 
@@ -101,7 +102,8 @@ public final class ServerConfig {
         return this;
     }
 
-    /** Most native connections at once; one more is told "ERR max number of clients reached" and closed. */
+    /** Most clients at once, native and RESP together ({@code maxclients}); one more is told "ERR max number of
+     * clients reached" and closed. */
     public ServerConfig maxConnections(int value) {
         maxConnections = value;
         return this;
@@ -184,6 +186,15 @@ public final class ServerConfig {
 
     public io.rdmastore.server.replication.ReplicaSetConfig replicaSet() {
         return replicaSet;
+    }
+
+    /**
+     * Bytes of recent log records a replica-set member keeps in memory for secondaries to pull (MongoDB's oplog
+     * size); a secondary further behind resynchronises from a snapshot. Default 64 MiB (-1).
+     */
+    public ServerConfig oplogWindowBytes(long value) {
+        oplogWindowBytes = value;
+        return this;
     }
 
     public String bind() {
@@ -308,7 +319,7 @@ public final class ServerConfig {
         return new StoreConfig().dataDir(dataDir).fsync(fsync).maxKeyBytes(maxKeyBytes).maxValueBytes(maxValueBytes)
             .maxDocumentBytes(maxDocumentBytes).snapshotLogBytes(snapshotLogBytes)
             .blobs(blobConfig.clone().directory(dataDir.toAbsolutePath().resolve("blobs")))
-            .replicaSetMember(replicaSet != null);
+            .replicaSetMember(replicaSet != null).oplogWindowBytes(oplogWindowBytes);
     }
 
     @Override

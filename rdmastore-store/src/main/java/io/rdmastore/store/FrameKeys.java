@@ -2,6 +2,7 @@ package io.rdmastore.store;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * Which parts of the store a log frame touches, read from its payload without applying it: the shards of the keys it
@@ -17,6 +18,11 @@ final class FrameKeys {
     }
 
     static Touched touched(ByteBuffer payload) {
+        return touched(payload, null);
+    }
+
+    /** As {@link #touched(ByteBuffer)}, also adding {version, length, crc32c} of every blob the frame names. */
+    static Touched touched(ByteBuffer payload, List<long[]> blobsOut) {
         ByteBuffer p = payload.duplicate().order(LogDescriptor.ORDER);
         int[] out = new int[4];
         int n = 0;
@@ -47,7 +53,13 @@ final class FrameKeys {
                 }
                 case LogDescriptor.OP_STRING_BLOB -> {
                     out = add(out, n++, key(p));
-                    p.position(p.position() + 8 + 8 + 8 + 4);
+                    p.position(p.position() + 8);
+                    long version = p.getLong();
+                    long length = p.getLong();
+                    int crc = p.getInt();
+                    if (blobsOut != null) {
+                        blobsOut.add(new long[] {version, length, crc});
+                    }
                 }
                 case LogDescriptor.OP_COLLECTION_CREATE, LogDescriptor.OP_COLLECTION_DROP -> {
                     docs = true;

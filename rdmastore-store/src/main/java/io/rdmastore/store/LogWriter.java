@@ -318,6 +318,22 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
+    /**
+     * Returns once everything up to {@code ticket} has been handed to the OS ({@code write}, no fsync), so a process
+     * crash after it cannot lose it. Callers that arrive while another writes share that write (group commit): under
+     * load one {@code write} covers the frames of many connections.
+     */
+    void writeTo(long ticket) {
+        if (writtenTotal >= ticket) {
+            return;
+        }
+        synchronized (writeLock) {
+            if (writtenTotal < ticket && !closed) {
+                drainLocked();
+            }
+        }
+    }
+
     /** Returns once everything up to {@code ticket} is on stable storage. */
     void syncTo(long ticket) {
         if (syncedTotal >= ticket) {

@@ -17,7 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
 final class NativeMemory {
     private static final MethodHandle MALLOC;
     private static final MethodHandle FREE;
-    private static final MemorySegment EMPTY = MemorySegment.ofArray(new byte[0]);
+    /** Empty values: a native segment (as every other value is), so readers may re-scope it like any other. */
+    private static final MemorySegment EMPTY = MemorySegment.NULL;
     private final AtomicLong usedBytes = new AtomicLong();
 
     static {

@@ -501,6 +501,9 @@ public final class Store implements AutoCloseable {
         }
         if (config.fsync() == FsyncPolicy.ALWAYS) {
             log.syncTo(ticket);
+        } else if (config.fsync() == FsyncPolicy.EVERYSEC) {
+            // As Redis does: the write reaches the OS before the reply, so only a machine crash can lose it.
+            log.writeTo(ticket);
         }
         Runnable l = appendListener;
         if (l != null) {
@@ -828,6 +831,40 @@ public final class Store implements AutoCloseable {
             // the target first: a blob version then never loses its last reference in between
             encodeEntry(f, b, e);
             f.op(LogDescriptor.OP_DELETE).putBytes(a.bytes);
+            ticket = commit(f);
+        } finally {
+            unlock(locks);
+        }
+        durable(ticket);
+        return true;
+    }
+
+    /**
+     * COPY: writes a copy of {@code from}'s value, with its TTL, to {@code to} (a blob value shares its file).
+     *
+     * @return false when {@code to} exists and {@code replace} is not set, or {@code from} is {@code to}
+     * @throws NoSuchKeyException when {@code from} does not exist
+     */
+    public boolean copy(byte[] from, byte[] to, boolean replace) {
+        checkOpen();
+        Key a = key(from);
+        Key b = key(to);
+        long ticket;
+        Lock[] locks = lockShards(shardIndexes(new Key[] {a, b}), true);
+        try {
+            FrameBuilder f = frame();
+            long now = System.currentTimeMillis();
+            Keyspace.Entry e = liveWrite(keyspace.shard(a), a, now, f);
+            Keyspace.Entry target = a.equals(b) ? e : liveWrite(keyspace.shard(b), b, now, f);
+            if (e == null) {
+                commit(f);
+                throw new NoSuchKeyException();
+            }
+            if (a.equals(b) || (target != null && !replace)) {
+                ticket = commit(f);
+                return false;
+            }
+            encodeEntry(f, b, e);
             ticket = commit(f);
         } finally {
             unlock(locks);
@@ -1332,6 +1369,25 @@ public final class Store implements AutoCloseable {
             checkValue(offset + bytes.length);
             writeAt(f, k, e, offset, bytes);
             return Math.max(cur, offset + bytes.length);
+        });
+    }
+
+    /** SETBIT: sets or clears one bit (bit 0 is the high bit of byte 0), zero-padding; returns the old bit. */
+    public int setBit(byte[] key, long bitOffset, boolean on) {
+        if (bitOffset < 0) {
+            throw new BadRequestException("bit offset is not an integer or out of range");
+        }
+        long at = bitOffset >>> 3;
+        int mask = 1 << (7 - (int) (bitOffset & 7));
+        return writeKey(key, (k, e, f, now) -> {
+            requireString(e);
+            int old = e == null || at >= e.length ? 0 : Keyspace.value(e).get(ValueLayout.JAVA_BYTE, at) & 0xff;
+            int nv = on ? old | mask : old & ~mask;
+            if (e == null || nv != old || at >= e.length) {
+                checkValue(at + 1);
+                writeAt(f, k, e, at, new byte[] {(byte) nv});
+            }
+            return (old & mask) != 0 ? 1 : 0;
         });
     }
 
@@ -2282,6 +2338,32 @@ public final class Store implements AutoCloseable {
     /** The term stamped on writes from now on (a new primary sets its own before it accepts writes). */
     public void term(long term) {
         log.term(term);
+        blobs.versionFloor(term << 32);
+    }
+
+    /**
+     * The blob files that {@code entries} name and this store lacks (or holds with other content): {version, length,
+     * crc32c} each. A secondary copies them from its primary before it applies the entries.
+     */
+    public List<long[]> missingBlobs(List<Oplog.Entry> entries) {
+        List<long[]> refs = new ArrayList<>();
+        for (Oplog.Entry e : entries) {
+            int len = e.frame().length - LogDescriptor.HEADER_LENGTH;
+            if (len > 0) {
+                FrameKeys.touched(ByteBuffer.wrap(e.frame(), LogDescriptor.HEADER_LENGTH, len).slice()
+                    .order(LogDescriptor.ORDER), refs);
+            }
+        }
+        refs.removeIf(r -> blobs.has(r[0], r[1], (int) r[2]));
+        return refs;
+    }
+
+    /** The blob files a snapshot file names that this store lacks, as {@link #missingBlobs(List)}. */
+    public List<long[]> missingBlobs(Path snapshot) throws IOException {
+        List<long[]> refs = new ArrayList<>();
+        FrameScanner.scan(snapshot, LogDescriptor.SNAPSHOT_MAGIC, (payload, off) -> FrameKeys.touched(payload, refs));
+        refs.removeIf(r -> blobs.has(r[0], r[1], (int) r[2]));
+        return refs;
     }
 
     public long term() {

@@ -32,8 +32,22 @@ public interface Connection extends AutoCloseable {
     /** The peer's address on the bootstrap (control) socket. */
     InetSocketAddress remoteAddress();
 
+    /** This side's address on the bootstrap (control) socket; null where the transport has no socket. Any thread. */
+    default InetSocketAddress localAddress() {
+        return null;
+    }
+
     /** The largest message {@link #offer(MemorySegment)} accepts. */
     int maxMessageLength();
+
+    /**
+     * Caps what this connection buffers from its peer from now on: a message or frame whose announced body exceeds
+     * {@code bytes} closes the connection before its bytes are read. A server sets the handshake's size until the peer
+     * has authenticated, so an anonymous peer cannot make it hold more. Any thread. Default: no cap beyond the
+     * transport's own maximum (for transports whose inbound memory is bounded otherwise).
+     */
+    default void inboundLimit(int bytes) {
+    }
 
     /**
      * Offers one message. Copies {@code message} before returning.

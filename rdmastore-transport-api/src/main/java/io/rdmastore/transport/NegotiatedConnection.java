@@ -38,8 +38,18 @@ final class NegotiatedConnection implements Connection {
     }
 
     @Override
+    public InetSocketAddress localAddress() {
+        return carrier.localAddress();
+    }
+
+    @Override
     public int maxMessageLength() {
         return carrier.maxMessageLength();
+    }
+
+    @Override
+    public void inboundLimit(int bytes) {
+        carrier.inboundLimit(bytes);
     }
 
     @Override

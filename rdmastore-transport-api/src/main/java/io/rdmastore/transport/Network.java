@@ -341,6 +341,8 @@ public final class Network implements AutoCloseable {
         ServerSession(Connection control, ConnectionHandler acceptor) {
             this.control = control;
             this.acceptor = acceptor;
+            // Until HELLO has authenticated the peer, nothing larger than a handshake message is buffered for it.
+            control.inboundLimit(MAX_HANDSHAKE_BYTES);
             this.handshakeTimer = timer.schedule(() -> {
                 if (state == 0) {
                     reject("no valid HELLO within " + ctx.handshakeTimeout.toMillis() + " ms");
@@ -434,6 +436,7 @@ public final class Network implements AutoCloseable {
                 // WELCOME first: the application may offer messages from onConnection; this runs on the carrier's
                 // thread, so no later message is handled before state is set.
                 control.offer(MemorySegment.ofArray(encodeWelcome(ctx.carrier.name(), new byte[0], reason)));
+                control.inboundLimit(Integer.MAX_VALUE);
                 app = acceptor.onConnection(carrierConnection);
                 state = 1;
                 LOG.log(System.Logger.Level.INFO, control.remoteAddress() + " on " + ctx.carrier.name() + ": "

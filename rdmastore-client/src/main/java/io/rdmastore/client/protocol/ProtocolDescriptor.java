@@ -91,6 +91,19 @@ public final class ProtocolDescriptor {
     /** Insert when nothing matches (DOC_UPDATE only). */
     public static final int DOC_UPSERT = 2;
 
+    // ---- ROLE reply: role:u8 ----
+    /** Not part of a replica set; accepts writes. */
+    public static final int ROLE_STANDALONE = 0;
+    /** The elected primary; accepts writes. */
+    public static final int ROLE_PRIMARY = 1;
+    /** A secondary; serves reads, refuses writes with {@code NOTPRIMARY}. */
+    public static final int ROLE_SECONDARY = 2;
+    /** No primary yet: an election or a catch-up is in progress. */
+    public static final int ROLE_NO_PRIMARY = 3;
+
+    /** WAIT's numReplicas asking for a majority of members (the primary counts). */
+    public static final int WAIT_MAJORITY = -1;
+
     private static final String[] NAMES = {
         "0", "PING", "GET", "SET", "DEL", "EXISTS", "PEXPIRE", "PTTL", "INCRBY", "HSET", "HGET", "HGETALL", "HDEL",
         "MGET", "MSET", "DOC_INSERT", "DOC_FIND", "DOC_UPDATE", "DOC_DELETE", "DOC_COUNT", "INFO", "SNAPSHOT",

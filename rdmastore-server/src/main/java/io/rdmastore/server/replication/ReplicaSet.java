@@ -71,6 +71,11 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
 
         /** The transport of the connection ("tcp", "ucx"). */
         String transportName();
+
+        /** Why that transport was chosen. */
+        default String transportReason() {
+            return "";
+        }
     }
 
     /** What the primary knows of one secondary. */
@@ -80,6 +85,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         volatile long round;
         volatile long lastContactNanos;
         volatile String transport = "?";
+        volatile String transportReason = "";
 
         Progress(String id) {
             this.id = id;
@@ -165,6 +171,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     /** The secondary's view: the primary it pulls from and how. */
     private volatile String pullingFrom;
     private volatile String pullTransport = "none";
+    private volatile String pullReason = "";
     private volatile long lastPullNanos;
     private volatile long lastRoundSeen;
     private volatile long primaryCommitIndex;
@@ -208,6 +215,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         puller.start();
         // Keep a warm connection to every member: an election's PREPARE must not wait for a connection set-up.
         warmer.scheduleWithFixedDelay(this::warmPeers, 0, 1, TimeUnit.SECONDS);
+        // Events can race (a leader notified before Ratis calls it ready): reconcile with Ratis's view regularly.
+        timers.scheduleWithFixedDelay(() -> control.execute(this::reconcile), 250, 250, TimeUnit.MILLISECONDS);
         controlPlane = ControlPlane.start(config.setName(), config.nodeId(), members, dataDir.resolve("raft"), this,
             new ControlConfig());
         LOG.info("{}: control plane started (Ratis port {}), term accepted so far {}", config, config.raftPort(
@@ -242,6 +251,22 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         } else {
             // Still a secondary: refused writes now name the new primary.
             store.allowWrites(false, "NOTPRIMARY " + notPrimaryText());
+        }
+    }
+
+    /** On the control thread: makes the role agree with Ratis's view when an event was missed or came too early. */
+    private void reconcile() {
+        ControlPlane cp = controlPlane;
+        if (closed || cp == null) {
+            return;
+        }
+        boolean leader = cp.isLeader();
+        long term = cp.term();
+        if (leader && (role != Role.PRIMARY || primaryTerm != term)) {
+            LOG.info("reconciling: Ratis leader of term {} but {}; taking the term", term, role);
+            becomePrimary(term);
+        } else if (!leader && (role == Role.PRIMARY || role == Role.CANDIDATE)) {
+            stepDown("Ratis no longer sees this member as leader (term " + term + ")");
         }
     }
 
@@ -468,6 +493,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         if (primary) {
             Progress p = progress.computeIfAbsent(member, Progress::new);
             p.transport = replier.transportName();
+            p.transportReason = replier.transportReason();
             p.lastContactNanos = System.nanoTime();
             if (ack > p.ackIndex) {
                 p.ackIndex = ack;
@@ -601,14 +627,20 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
     }
 
+    /** Kinds of file REPL_READ reads. */
+    private static final int READ_TRANSFER = 0;
+    private static final int READ_BLOB = 1;
+
     private byte[] onRead(long id, WireReader r) {
+        int kind = r.u8("kind");
         long handle = r.i64("handle");
         long offset = r.i64("offset");
         int max = r.i32("max");
         r.end();
-        Path file = transferFiles.get(handle);
+        Path file = kind == READ_BLOB ? store.blobs().fileOf(handle) : transferFiles.get(handle);
         if (file == null) {
-            return error(id, "ERR no transfer " + handle + " (it ended or this member restarted)");
+            return error(id, kind == READ_BLOB ? "ERR no blob " + handle + " here (overwritten since)"
+                : "ERR no transfer " + handle + " (it ended or this member restarted)");
         }
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
@@ -620,8 +652,50 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             }
             return w.raw(b.array()).toByteArray();
         } catch (IOException e) {
-            return error(id, "ERR reading transfer " + handle + ": " + e.getMessage());
+            return error(id, "ERR reading " + file.getFileName() + ": " + e.getMessage());
         }
+    }
+
+    /** Copies {@code length} bytes of a file lent by {@code from} (a snapshot transfer or a blob) into {@code out}. */
+    private void copyFrom(String from, int kind, long handle, long length, Path out) throws IOException {
+        PeerChannel p = peer(from);
+        Files.deleteIfExists(out);
+        try (FileChannel ch = FileChannel.open(out, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            long offset = 0;
+            while (offset < length) {
+                long at = offset;
+                byte[] chunk = p.await(p.call(ProtocolDescriptor.REPL_READ, w -> w.string(config.key()).u8(kind)
+                    .i64(handle).i64(at).i32(READ_CHUNK), (st, r) -> r.rest(), Duration.ofSeconds(30)),
+                    Duration.ofSeconds(30));
+                if (chunk.length == 0) {
+                    throw new IOException("transfer from " + from + " ended at " + offset + " of " + length
+                        + " bytes");
+                }
+                ByteBuffer b = ByteBuffer.wrap(chunk);
+                while (b.hasRemaining()) {
+                    offset += ch.write(b, offset);
+                }
+            }
+            ch.force(true);
+        }
+    }
+
+    /** Copies the blob files {@code refs} ({version, length, crc}) from {@code from} into this store. */
+    private void copyBlobs(String from, List<long[]> refs) throws IOException {
+        for (long[] ref : refs) {
+            Path part = store.blobs().incoming(ref[0]);
+            copyFrom(from, READ_BLOB, ref[0], ref[1], part);
+            store.blobs().install(part, ref[0], ref[1], (int) ref[2]);
+        }
+    }
+
+    /** Applies records from {@code from}, copying the blob files they name first. The caller holds memberLock. */
+    private void apply(String from, List<Oplog.Entry> entries) throws IOException {
+        List<long[]> blobs = store.missingBlobs(entries);
+        if (!blobs.isEmpty()) {
+            copyBlobs(from, blobs);
+        }
+        store.applyReplicated(entries);
     }
 
     private byte[] onTerms(long id, WireReader r) {
@@ -877,8 +951,12 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             try {
                 long[] prev = store.lastPosition();
                 Batch b = fetch(target, term, prev, prev[1], lastRoundSeen, (int) config.fetchWait().toMillis());
+                String pullingFromBefore = pullingFrom;
                 pullingFrom = target;
-                pullTransport = peer(target).transport();
+                if (!target.equals(pullingFromBefore)) {
+                    pullTransport = peer(target).transport();
+                    pullReason = peer(target).transportReason();
+                }
                 lastPullNanos = System.nanoTime();
                 failures = 0;
                 synchronized (memberLock) {
@@ -889,7 +967,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                         promiseLocked(b.term());
                     }
                     if (!b.entries().isEmpty()) {
-                        store.applyReplicated(b.entries());
+                        apply(target, b.entries());
                     }
                 }
                 primaryCommitIndex = b.commitIndex();
@@ -912,9 +990,10 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 if (!closed) {
                     LOG.debug("pull from {} failed: {}", target, e.toString());
                     dropPeer(target);
+                    pullingFrom = null;
                     sleep(Math.min(500, 20 << Math.min(failures++, 4)));
                 }
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | IOException e) {
                 if (!closed) {
                     LOG.warn("applying records from {} failed: {}", target, e.toString());
                     sleep(200);
@@ -961,7 +1040,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                     throw new IllegalStateException(from + " returned nothing after index " + prev[1]);
                 }
                 synchronized (memberLock) {
-                    store.applyReplicated(b.entries());
+                    apply(from, b.entries());
                 }
             } catch (RdmaStoreServerException e) {
                 String m = String.valueOf(e.getMessage());
@@ -988,23 +1067,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             (st, r) -> new long[] {r.i64("handle"), r.i64("term"), r.i64("index"), r.i64("size")},
             Duration.ofMinutes(10)), Duration.ofMinutes(10));
         Path part = dataDir.resolve("resync-snapshot.rsnap.tmp");
-        Files.deleteIfExists(part);
-        try (FileChannel out = FileChannel.open(part, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            long offset = 0;
-            while (offset < snap[3]) {
-                long at = offset;
-                byte[] chunk = p.await(p.call(ProtocolDescriptor.REPL_READ, w -> w.string(config.key()).i64(snap[0])
-                    .i64(at).i32(READ_CHUNK), (st, r) -> r.rest(), Duration.ofSeconds(30)), Duration.ofSeconds(30));
-                if (chunk.length == 0) {
-                    throw new IOException("snapshot transfer ended at " + offset + " of " + snap[3] + " bytes");
-                }
-                ByteBuffer b = ByteBuffer.wrap(chunk);
-                while (b.hasRemaining()) {
-                    offset += out.write(b, offset);
-                }
-            }
-            out.force(true);
-        }
+        copyFrom(from, READ_TRANSFER, snap[0], snap[3], part);
+        copyBlobs(from, store.missingBlobs(part));
         synchronized (memberLock) {
             store.installSnapshot(part);
         }
@@ -1131,6 +1195,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                     + (a == null ? 0 : a.getPort()) + ",state=" + (lagMs < 2000 ? "online" : "lost") + ",offset="
                     + p.ackIndex + ",lag=" + (lagMs / 1000) + ",lag_records=" + Math.max(0, pos[1] - p.ackIndex)
                     + ",transport=" + p.transport);
+                m.put("slave" + (i - 1) + "_transport_reason", p.transportReason);
             }
             m.put("commit_index", Long.toString(commitIndex()));
         } else {
@@ -1146,6 +1211,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             m.put("slave_repl_offset", Long.toString(pos[1]));
             m.put("slave_read_only", "1");
             m.put("master_link_transport", pullTransport);
+            m.put("master_link_transport_reason", pullReason);
             m.put("commit_index", Long.toString(primaryCommitIndex));
         }
         m.put("master_repl_offset", Long.toString(pos[1]));

@@ -77,7 +77,24 @@ enum RespCommand {
     HVALS(2, "readonly", 1, 1, 1, "hash", "Returns all values in a hash."),
     HINCRBY(4, "write denyoom fast", 1, 1, 1, "hash", "Increments the integer value of a field in a hash by a number."),
     HINCRBYFLOAT(4, "write denyoom fast", 1, 1, 1, "hash", "Increments the floating point value of a field by a number."),
-    HSCAN(-3, "readonly", 1, 1, 1, "hash", "Iterates over fields and values of a hash.");
+    HSCAN(-3, "readonly", 1, 1, 1, "hash", "Iterates over fields and values of a hash."),
+    HRANDFIELD(-2, "readonly", 1, 1, 1, "hash", "Returns one or more random fields from a hash."),
+    HSTRLEN(3, "readonly fast", 1, 1, 1, "hash", "Returns the length of the value of a field."),
+    GETSET(3, "write denyoom fast", 1, 1, 1, "string", "Returns the previous string value of a key after setting it."),
+    LCS(-3, "readonly", 1, 2, 1, "string", "Finds the longest common substring."),
+    SETBIT(4, "write denyoom", 1, 1, 1, "bitmap", "Sets or clears the bit at offset of the string value."),
+    GETBIT(3, "readonly fast", 1, 1, 1, "bitmap", "Returns a bit value by offset."),
+    BITCOUNT(-2, "readonly", 1, 1, 1, "bitmap", "Counts the number of set bits (population counting) in a string."),
+    BITPOS(-3, "readonly", 1, 1, 1, "bitmap", "Finds the first set (1) or clear (0) bit in a string."),
+    BITOP(-4, "write denyoom", 2, -1, 1, "bitmap", "Performs bitwise operations on multiple strings."),
+    COPY(-3, "write denyoom", 1, 2, 1, "keyspace", "Copies the value of a key to a new key."),
+    EXPIRETIME(2, "readonly fast", 1, 1, 1, "keyspace", "Returns the expiration time of a key as a Unix timestamp."),
+    PEXPIRETIME(2, "readonly fast", 1, 1, 1, "keyspace", "Returns the expiration time of a key as a Unix ms timestamp."),
+    TOUCH(-2, "readonly fast", 1, -1, 1, "keyspace", "Returns the number of existing keys out of those specified."),
+    OBJECT(-2, "readonly", 2, 2, 1, "keyspace", "A container for object introspection commands."),
+    MEMORY(-2, "readonly", 0, 0, 0, "server", "A container for memory diagnostics commands."),
+    FUNCTION(-2, "noscript", 0, 0, 0, "scripting", "A container for function commands."),
+    RESET(1, "noscript loading stale fast no-auth", 0, 0, 0, "connection", "Resets the connection.");
 
     private static final RespCommand[] VALUES = values();
     private static final int TABLE_BITS = 8;

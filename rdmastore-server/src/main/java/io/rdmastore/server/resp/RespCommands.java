@@ -1,5 +1,6 @@
 package io.rdmastore.server.resp;
 
+import io.rdmastore.store.Glob;
 import io.rdmastore.store.NoSuchKeyException;
 import io.rdmastore.store.ScanResult;
 import io.rdmastore.store.SetOptions;
@@ -18,7 +19,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.regex.Pattern;
 
 /**
  * Runs one parsed command and writes its reply, with Redis's semantics and error texts. Stateless apart from the face
@@ -35,10 +35,12 @@ final class RespCommands {
 
     private final RespFace face;
     private final Store store;
+    private final RespMore more;
 
     RespCommands(RespFace face) {
         this.face = face;
         this.store = face.store;
+        this.more = new RespMore(face);
     }
 
     void execute(RespConnection c, byte[][] argv, int argc) {
@@ -57,6 +59,7 @@ final class RespCommands {
             w.error("NOAUTH Authentication required.");
             return;
         }
+        c.current = cmd;
         switch (cmd) {
             case PING -> {
                 if (argc > 2) {
@@ -167,7 +170,15 @@ final class RespCommands {
                     w.integer(store.incrBy(argv[1], cmd == RespCommand.DECRBY ? -c.num : c.num));
                 }
             }
-            case INCRBYFLOAT -> w.bulk(store.incrByFloat(argv[1], ascii(argv[2])));
+            case INCRBYFLOAT -> {
+                if (RespMore.infinite(argv[2])) {
+                    // Redis parses inf as a long double and then refuses the sum
+                    store.strlen(argv[1]);
+                    w.error("ERR increment would produce NaN or Infinity");
+                } else {
+                    w.bulk(store.incrByFloat(argv[1], ascii(argv[2])));
+                }
+            }
             case APPEND -> w.integer(store.append(argv[1], argv[2]));
             case STRLEN -> w.integer(store.strlen(argv[1]));
             case GETRANGE -> {
@@ -187,7 +198,7 @@ final class RespCommands {
                     w.error(NOT_INTEGER);
                 } else if (c.num < 0) {
                     w.error("ERR offset is out of range");
-                } else if (c.num + argv[3].length > face.maxBulkLength()) {
+                } else if (c.num > face.maxBulkLength() - argv[3].length) {
                     w.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
                 } else {
                     w.integer(store.setRange(argv[1], c.num, argv[3]));
@@ -251,8 +262,15 @@ final class RespCommands {
                     w.integer(store.hincrBy(argv[1], argv[2], c.num));
                 }
             }
-            case HINCRBYFLOAT -> w.bulk(store.hincrByFloat(argv[1], argv[2], ascii(argv[3])));
+            case HINCRBYFLOAT -> {
+                if (RespMore.infinite(argv[3])) {
+                    w.error("ERR value is NaN or Infinity");
+                } else {
+                    w.bulk(store.hincrByFloat(argv[1], argv[2], ascii(argv[3])));
+                }
+            }
             case HSCAN -> scan(c, w, argv, argc, true);
+            default -> more.execute(c, w, cmd, argv, argc);
         }
     }
 
@@ -474,9 +492,9 @@ final class RespCommands {
             Map<String, String> all = face.configAll();
             Map<String, String> hits = new LinkedHashMap<>();
             for (int i = 2; i < argc; i++) {
-                Pattern p = globToRegex(utf8(argv[i]).toLowerCase(Locale.ROOT));
+                byte[] p = utf8(argv[i]).toLowerCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8);
                 for (Map.Entry<String, String> e : all.entrySet()) {
-                    if (p.matcher(e.getKey()).matches()) {
+                    if (Glob.matches(p, e.getKey().getBytes(StandardCharsets.UTF_8))) {
                         hits.put(e.getKey(), e.getValue());
                     }
                 }
@@ -502,6 +520,7 @@ final class RespCommands {
             }
             w.ok();
         } else if (RespCommand.is(sub, "RESETSTAT") && argc == 2) {
+            face.resetStats();
             w.ok();
         } else if (RespCommand.is(sub, "HELP") && argc == 2) {
             help(w, "CONFIG", "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
@@ -614,6 +633,8 @@ final class RespCommands {
         }
         boolean all = wanted.isEmpty() || wanted.contains("all") || wanted.contains("everything")
             || wanted.contains("default");
+        // as in Redis, the default set leaves out commandstats
+        boolean everything = wanted.contains("all") || wanted.contains("everything");
         Map<String, Map<String, String>> extra = face.extraInfo();
         Map<String, Map<String, String>> sections = new LinkedHashMap<>();
         long now = System.currentTimeMillis();
@@ -622,7 +643,7 @@ final class RespCommands {
 
         Map<String, String> server = new LinkedHashMap<>();
         server.put("redis_version", RespFace.REDIS_VERSION);
-        server.put("rdmastore_version", String.valueOf(RespFace.class.getPackage().getImplementationVersion()));
+        server.put("rdmastore_version", face.version);
         server.put("redis_mode", "standalone");
         server.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " "
             + System.getProperty("os.arch"));
@@ -674,9 +695,27 @@ final class RespCommands {
         stats.put("total_commands_processed", Long.toString(face.commandsProcessed.sum()));
         stats.put("keyspace_hits", Long.toString(face.keyspaceHits.sum()));
         stats.put("keyspace_misses", Long.toString(face.keyspaceMisses.sum()));
-        stats.put("total_error_replies", "0");
+        stats.put("total_error_replies", Long.toString(face.errorReplies.sum()));
         stats.put("resp_protocol_errors", Long.toString(face.protocolErrors.sum()));
         sections.put("stats", stats);
+
+        Map<String, String> replication = new LinkedHashMap<>();
+        RespInfo.replication(replication);
+        sections.put("replication", replication);
+
+        Map<String, String> cpu = new LinkedHashMap<>();
+        RespInfo.cpu(cpu);
+        sections.put("cpu", cpu);
+
+        if (everything || wanted.contains("commandstats")) {
+            Map<String, String> commandStats = new LinkedHashMap<>();
+            RespInfo.commandStats(face, commandStats);
+            sections.put("commandstats", commandStats);
+        }
+
+        Map<String, String> errorStats = new LinkedHashMap<>();
+        RespInfo.errorStats(face, errorStats);
+        sections.put("errorstats", errorStats);
 
         Map<String, String> keyspace = new LinkedHashMap<>();
         if (st.keys() > 0) {
@@ -1085,38 +1124,6 @@ final class RespCommands {
 
     private static String ascii(byte[] a) {
         return new String(a, StandardCharsets.ISO_8859_1);
-    }
-
-    private static Pattern globToRegex(String glob) {
-        StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < glob.length(); i++) {
-            char ch = glob.charAt(i);
-            switch (ch) {
-                case '*' -> sb.append(".*");
-                case '?' -> sb.append('.');
-                case '[' -> {
-                    int end = glob.indexOf(']', i + 1);
-                    if (end < 0) {
-                        sb.append("\\[");
-                    } else {
-                        String cls = glob.substring(i + 1, end).replace("\\", "\\\\");
-                        sb.append('[').append(cls.startsWith("^") ? "^" + cls.substring(1) : cls).append(']');
-                        i = end;
-                    }
-                }
-                case '\\' -> {
-                    if (i + 1 < glob.length()) {
-                        sb.append(Pattern.quote(String.valueOf(glob.charAt(++i))));
-                    }
-                }
-                default -> sb.append(Pattern.quote(String.valueOf(ch)));
-            }
-        }
-        try {
-            return Pattern.compile(sb.toString());
-        } catch (RuntimeException e) {
-            return Pattern.compile(Pattern.quote(glob));
-        }
     }
 
     private static long currentMicros() {

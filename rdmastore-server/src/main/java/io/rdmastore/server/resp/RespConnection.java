@@ -4,7 +4,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.handler.codec.ByteToMessageDecoder;
 import io.rdmastore.store.SetOptions;
 import io.rdmastore.store.ReadOnlyException;
 import io.rdmastore.store.StoreException;
@@ -33,8 +32,6 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     /** Redis's PROTO_INLINE_MAX_SIZE: the longest inline request or length line. */
     static final int INLINE_MAX = 64 * 1024;
-    /** Above this bulk length the cumulation buffer is grown once to hold the whole argument. */
-    private static final int BIG_ARG = 32 * 1024;
     /** Write out (without flushing) when one batch's replies grow past this, to bound memory. */
     private static final int OUT_HIGH_WATER = 1 << 20;
     /** Replies were written (at the high-water mark) but not flushed yet. */
@@ -68,6 +65,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     volatile long commandsTotal;
     volatile String remote = "?";
 
+    /** The command being run, set once its arity and authentication passed; null for a rejected one. */
+    RespCommand current;
+
     // per-connection scratch for the commands, so the hot path allocates nothing for them
     long num;
     final SetOptions setOptions = new SetOptions();
@@ -85,6 +85,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         this.face = face;
         this.id = id;
         this.authenticated = authenticated;
+        if (face != null) {
+            w.errorSink = face::countError;
+        }
     }
 
     @Override
@@ -92,6 +95,15 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         this.ctx = ctx;
         remote = format(ctx.channel().remoteAddress());
         local = format(ctx.channel().localAddress());
+        String refusal = face.admit();
+        if (refusal != null) {
+            // Redis's answer to one client too many: the error, then the close; nothing the client sent is read.
+            closing = true;
+            LOG.info("refusing RESP client at {}: {}", remote, refusal);
+            ctx.writeAndFlush(ctx.alloc().buffer().writeBytes(("-" + refusal + "\r\n")
+                .getBytes(java.nio.charset.StandardCharsets.US_ASCII))).addListener(ChannelFutureListener.CLOSE);
+            return;
+        }
         face.register(this);
     }
 
@@ -119,7 +131,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         lastInteractionMillis = System.currentTimeMillis();
-        cum = cum == null ? in : ByteToMessageDecoder.MERGE_CUMULATOR.cumulate(ctx.alloc(), cum, in);
+        cum = cumulate(cum, in);
         try {
             decode();
         } catch (RuntimeException e) {
@@ -135,10 +147,51 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
                     c.discardSomeReadBytes();
                 }
             }
-            if (w.out != null && w.out.readableBytes() > OUT_HIGH_WATER) {
-                ctx.write(w.out, ctx.voidPromise());
-                w.out = null;
-                written = true;
+            writeAtHighWater();
+        }
+    }
+
+    /**
+     * Appends {@code in} to the cumulation. Memory follows the bytes received, never the bytes announced: a buffer too
+     * small is replaced by one twice the size of what it holds (at most what the argument being read still needs), so
+     * a 512 MB argument costs about 30 copies in all and a client that announces it and sends 100 bytes costs little.
+     */
+    private ByteBuf cumulate(ByteBuf c, ByteBuf in) {
+        if (c == null) {
+            return in;
+        }
+        try {
+            if (c.writableBytes() < in.readableBytes() || c.refCnt() != 1 || c.isReadOnly()) {
+                long need = (long) c.readableBytes() + in.readableBytes();
+                long cap = Math.max(need, 2 * need);
+                if (bulkLen >= 0) {
+                    cap = Math.min(cap, Math.max(need, bulkLen + 2 + INLINE_MAX));
+                }
+                ByteBuf bigger = ctx.alloc().ioBuffer((int) Math.min(Integer.MAX_VALUE - 16, cap));
+                bigger.writeBytes(c);
+                c.release();
+                c = bigger;
+            }
+            c.writeBytes(in);
+            return c;
+        } finally {
+            in.release();
+        }
+    }
+
+    /** Passes a batch's replies on when they grow past the high-water mark; closes a client that does not read them. */
+    private void writeAtHighWater() {
+        if (w.out != null && w.out.readableBytes() > OUT_HIGH_WATER) {
+            ctx.write(w.out, ctx.voidPromise());
+            w.out = null;
+            written = true;
+            var pending = ctx.channel().unsafe().outboundBuffer();
+            long limit = face.maxOutputBytes();
+            if (pending != null && limit > 0 && pending.totalPendingWriteBytes() > limit && !closing) {
+                LOG.info("RESP client {} at {}: {} reply bytes not read by the client exceed the limit of {}, closing",
+                    id, remote, pending.totalPendingWriteBytes(), limit);
+                closing = true;
+                ctx.close();
             }
         }
     }
@@ -332,10 +385,6 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
                 }
                 b.readerIndex(cr + 2);
                 bulkLen = n;
-                if (n >= BIG_ARG && b.readableBytes() < n + 2) {
-                    // One allocation for a large argument instead of repeated doubling of the cumulation.
-                    b.ensureWritable((int) Math.min(Integer.MAX_VALUE - 16, n + 2 - b.readableBytes()));
-                }
             }
             if (b.readableBytes() < bulkLen + 2) {
                 return false;
@@ -379,6 +428,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     private void dispatch() {
         commandsInBatch++;
+        long started = System.nanoTime();
+        long errorsBefore = w.errors;
+        current = null;
         try {
             face.commands.execute(this, argv, argc);
         } catch (ReadOnlyException e) {
@@ -391,8 +443,20 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             LOG.warn("RESP client {} at {}: command {} failed", id, remote, lastCommand, e);
             out().error("ERR internal error: " + e);
         }
+        RespCommand cmd = current;
+        if (cmd != null) {
+            int i = cmd.ordinal();
+            face.commandCalls[i].increment();
+            face.commandMicros[i].add((System.nanoTime() - started) / 1000);
+            if (w.errors != errorsBefore) {
+                face.commandFailed[i].increment();
+            }
+        } else {
+            face.commandsRejected.increment();
+        }
         Arrays.fill(argv, 0, argc, null);
         argc = 0;
+        writeAtHighWater();
     }
 
     /** Store messages carry Redis's text; those without an error code ("WRONGTYPE ...") get "ERR ". */

@@ -63,6 +63,37 @@ public final class RespFace {
         private Supplier<? extends Collection<NativeClient>> nativeClients = List::of;
         private LongSupplier clientIds;
         private int port;
+        private Supplier<String> admission = () -> null;
+        private java.util.function.Consumer<String> passwordChanged = p -> { };
+        private long maxOutputBytes = 1L << 30;
+
+        /**
+         * Told the new password (null: none) when CONFIG SET requirepass changes it, so the server's other faces (the
+         * native protocol's HELLO) use the same one. Called on an event loop. Default: nothing.
+         */
+        public Context passwordChanged(java.util.function.Consumer<String> value) {
+            passwordChanged = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /**
+         * Decides whether one more client may connect (the server's {@code maxclients}, shared with native clients):
+         * returns null to admit, else the error text sent before the close. Called on an event loop. Default admits all.
+         */
+        public Context admission(Supplier<String> value) {
+            admission = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /**
+         * Most reply bytes queued for a client that does not read them; past it the client is disconnected, as by
+         * Redis's {@code client-output-buffer-limit}. 0 means no limit. Default 1 GiB.
+         */
+        public Context maxOutputBytes(long value) {
+            maxOutputBytes = value;
+            return this;
+        }
+        private String version;
 
         /** The {@code requirepass} password of the {@code default} user; null or empty means none. Default none. */
         public Context password(String value) {
@@ -109,9 +140,18 @@ public final class RespFace {
             return this;
         }
 
+        /** rdmastore's version, for INFO server's {@code rdmastore_version}. Default: the jar's, else "unknown". */
+        public Context version(String value) {
+            version = value;
+            return this;
+        }
+
         void conclude() {
             if (maxBulkLength < 1024 * 1024 || maxBulkLength > Integer.MAX_VALUE - 16) {
                 throw new IllegalArgumentException("maxBulkLength must be between 1 MB and 2 GB, got " + maxBulkLength);
+            }
+            if (maxOutputBytes < 0) {
+                throw new IllegalArgumentException("maxOutputBytes must be >= 0, got " + maxOutputBytes);
             }
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("port out of range: " + port);
@@ -133,6 +173,17 @@ public final class RespFace {
     final LongAdder protocolErrors = new LongAdder();
     final LongAdder keyspaceHits = new LongAdder();
     final LongAdder keyspaceMisses = new LongAdder();
+    /** Per command (by ordinal): calls, microseconds spent, calls that replied an error; for INFO commandstats. */
+    final LongAdder[] commandCalls = adders();
+    final LongAdder[] commandMicros = adders();
+    final LongAdder[] commandFailed = adders();
+    final LongAdder commandsRejected = new LongAdder();
+    /** Error replies by their code (the first word: ERR, WRONGTYPE, ...); for INFO errorstats. */
+    final Map<String, LongAdder> errorCodes = new ConcurrentHashMap<>();
+    final LongAdder errorReplies = new LongAdder();
+    /** Redis settings accepted and shown but not applied (encodings, eviction, ...). */
+    final RespSettings settings = new RespSettings();
+    final String version;
 
     /** A face serving {@code store}; the caller keeps owning the store and closes it after the listener. */
     public RespFace(Store store, Context context) {
@@ -142,6 +193,41 @@ public final class RespFace {
         this.password = context.password;
         this.maxBulkLength = context.maxBulkLength;
         this.commands = new RespCommands(this);
+        String v = context.version != null ? context.version : RespFace.class.getPackage().getImplementationVersion();
+        this.version = v != null ? v : "unknown";
+    }
+
+    private static LongAdder[] adders() {
+        LongAdder[] a = new LongAdder[RespCommand.count()];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = new LongAdder();
+        }
+        return a;
+    }
+
+    /** Counts one error reply under its code; called by the writers of every connection. */
+    void countError(String text) {
+        int sp = text.indexOf(' ');
+        String code = sp > 0 ? text.substring(0, sp) : text;
+        if (code.length() > 32) {
+            code = code.substring(0, 32);
+        }
+        errorReplies.increment();
+        errorCodes.computeIfAbsent(code, k -> new LongAdder()).increment();
+    }
+
+    /** CONFIG RESETSTAT: zeroes the command and error statistics. */
+    void resetStats() {
+        for (int i = 0; i < commandCalls.length; i++) {
+            commandCalls[i].reset();
+            commandMicros[i].reset();
+            commandFailed[i].reset();
+        }
+        commandsRejected.reset();
+        errorCodes.clear();
+        errorReplies.reset();
+        keyspaceHits.reset();
+        keyspaceMisses.reset();
     }
 
     /**
@@ -219,6 +305,20 @@ public final class RespFace {
         return ctx.port;
     }
 
+    /** Null when one more client may connect, else the refusal text. */
+    String admit() {
+        try {
+            return ctx.admission.get();
+        } catch (RuntimeException e) {
+            LOG.warn("admission hook failed", e);
+            return "ERR server error";
+        }
+    }
+
+    long maxOutputBytes() {
+        return ctx.maxOutputBytes;
+    }
+
     String password() {
         return password;
     }
@@ -239,7 +339,7 @@ public final class RespFace {
             all.put("appendfsync", sc.fsync().name().toLowerCase(java.util.Locale.ROOT));
             all.put("dir", String.valueOf(sc.dataDir()));
         }
-        all.put("save", "");
+        all.putAll(settings.all());
         if (ctx.config != null) {
             try {
                 all.putAll(ctx.config.all());
@@ -255,7 +355,9 @@ public final class RespFace {
         switch (name) {
             case "requirepass" -> {
                 password = value.isEmpty() ? null : value;
-                LOG.info("RESP requirepass {}", password == null ? "cleared" : "changed");
+                // Connections already authenticated keep their sessions, as in Redis; new ones need the new password.
+                ctx.passwordChanged.accept(password);
+                LOG.info("requirepass {} (RESP and native)", password == null ? "cleared" : "changed");
                 return null;
             }
             case "proto-max-bulk-len" -> {
@@ -266,7 +368,15 @@ public final class RespFace {
                 maxBulkLength = v;
                 return null;
             }
+            case "appendonly" -> {
+                // every write is logged; there is no switching it off
+                return value.equalsIgnoreCase("yes") ? null
+                    : "rdmastore logs every write: appendonly is always yes";
+            }
             default -> {
+                if (RespSettings.knows(name)) {
+                    return settings.set(name, value);
+                }
                 if (ctx.config != null) {
                     return ctx.config.set(name, value);
                 }

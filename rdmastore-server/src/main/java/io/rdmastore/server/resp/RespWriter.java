@@ -27,6 +27,9 @@ final class RespWriter {
 
     ByteBuf out;
     int proto = 2;
+    /** Error replies written so far, and where each is counted by its code (INFO errorstats); null: not counted. */
+    long errors;
+    java.util.function.Consumer<String> errorSink;
 
     boolean resp3() {
         return proto == 3;
@@ -48,6 +51,10 @@ final class RespWriter {
      * spaces because a raw CR or LF would break the client's framing.
      */
     void error(String text) {
+        errors++;
+        if (errorSink != null) {
+            errorSink.accept(text);
+        }
         out.writeByte('-');
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
@@ -65,6 +72,15 @@ final class RespWriter {
             out.writeByte(':');
             decimal(v);
             out.writeBytes(CRLF);
+        }
+    }
+
+    /** An integer, or a null bulk when {@code v} is null (MEMORY USAGE of a missing key). */
+    void integerOrNull(Long v) {
+        if (v == null) {
+            nullBulk();
+        } else {
+            integer(v);
         }
     }
 

@@ -11,7 +11,9 @@ import io.rdmastore.server.replication.ControlPlane.Member;
 import io.rdmastore.server.replication.ControlPlane.Primary;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -111,9 +114,14 @@ class ControlPlaneTest {
         final long firstTerm = planes.get(first).term();
         planes.get(first).announcePrimary(first, firstTerm).get(10, TimeUnit.SECONDS);
 
+        // close() stops the Ratis RPC at once, then waits for Ratis's threads; the survivors are watched meanwhile.
+        final ControlPlane closing = planes.remove(first);
         final long closedAt = System.nanoTime();
-        planes.remove(first).close();
-        final long closeReturnedAt = System.nanoTime();
+        final long[] closeReturnedAt = new long[1];
+        final Thread closer = Thread.ofPlatform().start(() -> {
+            closing.close();
+            closeReturnedAt[0] = System.nanoTime();
+        });
         final List<ControlPlane> survivors = List.copyOf(planes.values());
         final long deadline = closedAt + Duration.ofSeconds(2).toNanos();
         String second = null;
@@ -125,8 +133,9 @@ class ControlPlaneTest {
             Thread.sleep(2);
         }
         final long electedAt = System.nanoTime();
+        closer.join();
         System.out.printf("control plane failover: leader %s closed, %s leads after %.0f ms (close() itself took %.0f ms)%n",
-            first, second, (electedAt - closedAt) / 1e6, (closeReturnedAt - closedAt) / 1e6);
+            first, second, (electedAt - closedAt) / 1e6, (closeReturnedAt[0] - closedAt) / 1e6);
         assertTrue(second != null, "no new leader within 2 s of closing " + first + ": "
             + survivors.stream().map(ControlPlane::describe).toList());
         assertFalse(second.equals(first));
@@ -171,18 +180,17 @@ class ControlPlaneTest {
         final String other = members.stream().map(Member::id).filter(id -> !id.equals(leader) && !id.equals(follower))
             .findFirst().orElseThrow();
         planes.remove(other).close();
-        final ControlPlane lead = planes.get(awaitAgreedLeader(planes.values()));
-        lead.announcePrimary(lead.selfId(), lead.term()).get(10, TimeUnit.SECONDS);
-        awaitTrue(() -> wiped.primary().map(Primary::id).equals(Optional.of(lead.selfId())), "committed with the wiped member");
+        final Primary announced = announceByLeader();
+        awaitTrue(() -> wiped.primary().equals(Optional.of(announced)), "committed with the wiped member");
     }
 
     @Test
     void announcePrimaryIsVisibleOnAllMembersAndTermsOnlyMoveForward() throws Exception {
-        final String leader = awaitAgreedLeader(planes.values());
+        final Primary first = announceByLeader();
+        final String leader = first.id();
+        final long term = first.term();
         final ControlPlane lead = planes.get(leader);
-        final long term = lead.term();
-        lead.announcePrimary(leader, term).get(10, TimeUnit.SECONDS);
-        assertEquals(Optional.of(new Primary(leader, term)), lead.primary());
+        assertEquals(Optional.of(first), lead.primary());
         awaitTrue(() -> planes.values().stream().allMatch(p -> p.primary().equals(Optional.of(new Primary(leader, term)))),
             "primary visible on all members");
 
@@ -220,7 +228,7 @@ class ControlPlaneTest {
         awaitTrue(() -> planes.values().stream().allMatch(p -> sorted(p.members()).equals(four)),
             "all four members know all four");
         awaitTrue(() -> dPlane.leaderId().equals(Optional.of(leader)), "d follows " + leader);
-        assertTrue(dRecorder.memberLists.stream().anyMatch(l -> sorted(l).equals(four)), "d's listener heard of four");
+        awaitTrue(() -> dRecorder.memberLists.stream().anyMatch(l -> sorted(l).equals(four)), "d's listener heard of four");
         final Member dRecorded = dPlane.members().stream().filter(m -> m.id().equals("d")).findFirst().orElseThrow();
         assertEquals(d.dataPort(), dRecorded.dataPort());
 
@@ -228,44 +236,58 @@ class ControlPlaneTest {
         final String closedOne = members.stream().map(Member::id).filter(id -> !id.equals(leader)).findFirst()
             .orElseThrow();
         planes.remove(closedOne).close();
-        final ControlPlane lead = planes.get(leader);
-        lead.announcePrimary(leader, lead.term()).get(10, TimeUnit.SECONDS);
-        awaitTrue(() -> dPlane.primary().map(Primary::id).equals(Optional.of(leader)), "d applied the announcement");
+        final Primary announced = announceByLeader();
+        awaitTrue(() -> dPlane.primary().equals(Optional.of(announced)), "d applied the announcement");
         start(closedOne);
 
-        lead.removeMember("d").get(30, TimeUnit.SECONDS);
+        planes.get(awaitAgreedLeader(planes.values())).removeMember("d").get(30, TimeUnit.SECONDS);
         awaitTrue(() -> planes.entrySet().stream().filter(e -> !e.getKey().equals("d"))
             .allMatch(e -> sorted(e.getValue().members()).equals(sorted(members))), "d removed everywhere");
         planes.remove("d").close();
         // The three commit without d.
-        final ControlPlane lead2 = planes.get(awaitAgreedLeader(planes.values()));
-        lead2.announcePrimary(lead2.selfId(), lead2.term()).get(10, TimeUnit.SECONDS);
+        announceByLeader();
     }
 
     @Test
     void aLeaderThatLosesItsMajorityStepsDownWithinASecond() throws Exception {
         final String leader = awaitAgreedLeader(planes.values());
         final ControlPlane lead = planes.get(leader);
-        for (Member m : members) {
-            if (!m.id().equals(leader)) {
-                planes.remove(m.id()).close();
-            }
+        awaitTrue(lead::hasLeaderLease, leader + " holds the lease while its followers answer");
+        final List<ControlPlane> followers = members.stream().map(Member::id).filter(id -> !id.equals(leader))
+            .map(planes::remove).toList();
+        // Both followers go at once; the clock starts when neither accepts connections on its Ratis port any more
+        // (close() shuts the RPC first, then waits for Ratis's threads for up to a second).
+        final long closeCalledAt = System.nanoTime();
+        final List<Thread> closers = followers.stream().map(p -> Thread.ofPlatform().start(p::close)).toList();
+        final List<Integer> ports = members.stream().filter(m -> !m.id().equals(leader)).map(Member::raftPort).toList();
+        while (ports.stream().anyMatch(ControlPlaneTest::accepts) && System.nanoTime() - closeCalledAt < 5e9) {
+            Thread.sleep(1);
         }
         final long cutAt = System.nanoTime();
         final Recorder rec = recorders.get(leader);
-        final long deadline = cutAt + Duration.ofSeconds(3).toNanos();
+        final long leaseDeadline = cutAt + Duration.ofSeconds(5).toNanos();
+        while (lead.hasLeaderLease() && System.nanoTime() < leaseDeadline) {
+            Thread.sleep(1);
+        }
+        final long leaseLostAt = System.nanoTime();
+        assertFalse(lead.hasLeaderLease(), lead.describe());
+        final long deadline = cutAt + Duration.ofSeconds(5).toNanos();
         while (lead.isLeader() && System.nanoTime() < deadline) {
             Thread.sleep(2);
         }
         final long steppedDownAt = System.nanoTime();
-        System.out.printf("control plane step-down: leader %s alone, stepped down after %.0f ms%n", leader,
-            (steppedDownAt - cutAt) / 1e6);
+        System.out.printf("control plane step-down: leader %s alone (followers' ports closed %.0f ms after close()),"
+            + " lease lost after %.0f ms, stepped down after %.0f ms%n", leader, (cutAt - closeCalledAt) / 1e6,
+            (leaseLostAt - cutAt) / 1e6, (steppedDownAt - cutAt) / 1e6);
         assertFalse(lead.isLeader(), lead.describe());
         assertTrue(steppedDownAt - cutAt < Duration.ofMillis(1000).toNanos(),
             "stepped down after " + (steppedDownAt - cutAt) / 1_000_000 + " ms");
         awaitTrue(() -> rec.last() != null && !leader.equals(rec.last().leaderId()),
             "listener told that " + leader + " no longer leads");
         assertTrue(lead.leaderId().isEmpty() || !lead.leaderId().get().equals(leader));
+        for (Thread t : closers) {
+            t.join();
+        }
     }
 
     @Test
@@ -281,6 +303,26 @@ class ControlPlaneTest {
     }
 
     // ---- helpers ----
+
+    /**
+     * The current leader announces itself for its term. Four Ratis servers in one JVM on a busy two-core machine
+     * sometimes miss a heartbeat and re-elect; then the new leader announces.
+     */
+    private Primary announceByLeader() throws InterruptedException {
+        final long deadline = System.nanoTime() + AGREE.toNanos();
+        Exception last = null;
+        while (System.nanoTime() < deadline) {
+            final ControlPlane lead = planes.get(awaitAgreedLeader(planes.values()));
+            final Primary primary = new Primary(lead.selfId(), lead.term());
+            try {
+                lead.announcePrimary(primary.id(), primary.term()).get(5, TimeUnit.SECONDS);
+                return primary;
+            } catch (ExecutionException | TimeoutException e) {
+                last = e;
+            }
+        }
+        throw new AssertionError("no leader could announce itself within " + AGREE, last);
+    }
 
     private Member newMember(String id) throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
@@ -344,6 +386,15 @@ class ControlPlaneTest {
             sleep();
         }
         fail("not within " + AGREE + ": " + what);
+    }
+
+    private static boolean accepts(int port) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 100);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     private static void sleep() {

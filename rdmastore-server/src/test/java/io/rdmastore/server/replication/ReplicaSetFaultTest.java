@@ -233,7 +233,13 @@ class ReplicaSetFaultTest {
                         primary.kill();
                     }
                     nemesis.drop(primary.port());
-                    int q = awaitNewPrimary(nemesis, ports, primary.port());
+                    int q;
+                    try {
+                        q = awaitNewPrimary(nemesis, ports, primary.port());
+                    } catch (AssertionError e) {
+                        throw new AssertionError(e.getMessage() + " (" + (pause ? "SIGSTOP" : "SIGKILL") + " of "
+                            + primary.id() + " in cycle " + cycle + ")\n" + memberLogs(set), e);
+                    }
                     failoverMillis[cycle] = (System.nanoTime() - t0) / 1_000_000;
                     faults.add((pause ? "SIGSTOP" : "SIGKILL") + " primary " + primary.id() + " -> " + set.member(q)
                         .id() + " in " + failoverMillis[cycle] + " ms");
@@ -294,6 +300,26 @@ class ReplicaSetFaultTest {
             assertEquals(LinearizabilityChecker.Verdict.OK, check.verdict(), check.report());
             assertOnePrimaryPerTerm(set);
         }
+    }
+
+    /** The replication lines of every member's log, for a failure message. */
+    private static String memberLogs(ReplicaSetProcesses set) {
+        StringBuilder sb = new StringBuilder();
+        for (ReplicaSetProcesses.Member m : set.members()) {
+            sb.append("---- ").append(m.id()).append(" (port ").append(m.port()).append(")\n");
+            try {
+                List<String> lines = Files.readAllLines(m.logFile(), StandardCharsets.UTF_8).stream()
+                    .filter(l -> l.contains("ReplicaSet") || l.contains("ControlPlane") || l.contains("changes role")
+                        || l.contains("starting:") || l.contains("ERROR"))
+                    .toList();
+                for (String l : lines.subList(Math.max(0, lines.size() - 25), lines.size())) {
+                    sb.append(l, 0, Math.min(300, l.length())).append('\n');
+                }
+            } catch (IOException e) {
+                sb.append(e).append('\n');
+            }
+        }
+        return sb.toString();
     }
 
     private static List<String> keysOf(List<Op> history) {

@@ -14,6 +14,7 @@ import io.rdmastore.client.protocol.ProtocolDescriptor;
 import io.rdmastore.server.RdmaStoreServer;
 import io.rdmastore.server.ServerConfig;
 import io.rdmastore.store.FsyncPolicy;
+import io.rdmastore.store.blob.BlobConfig;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -82,13 +83,19 @@ class ReplicaSetTest {
         }
     }
 
+    private long oplogWindow = -1;
+
     private void start(int i, String transport) {
         ReplicaSetConfig rs = new ReplicaSetConfig().setName("rs0").nodeId("n" + (i + 1)).members(members)
             .key("secret").peerTransport(transport);
         servers[i] = new RdmaStoreServer(new ServerConfig().bind("127.0.0.1").port(ports[i])
             .dataDir(dir.resolve("n" + (i + 1))).fsync(FsyncPolicy.EVERYSEC).transport(transport).resp(false)
+            .blobConfig(new BlobConfig().thresholdBytes(BLOB_THRESHOLD)).oplogWindowBytes(oplogWindow)
             .handshakeTimeout(Duration.ofSeconds(2)).replicaSet(rs)).start();
     }
+
+    /** Values from this size on are blob files: the tests write some of each kind. */
+    private static final int BLOB_THRESHOLD = 4096;
 
     private static void await(String what, long millis, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
@@ -119,6 +126,26 @@ class ReplicaSetTest {
             .connect();
     }
 
+    /**
+     * Sets a key on whichever member is primary, retrying a write refused with NOTPRIMARY (not applied: a leader
+     * change under load), as a replica-set client does. Bounded.
+     */
+    private void write(String transport, String key, String value) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        while (true) {
+            int p = primary();
+            try (RdmaStoreClient c = client(p, transport)) {
+                c.set(key, value);
+                return;
+            } catch (RdmaStoreServerException e) {
+                if (!e.getMessage().startsWith("NOTPRIMARY") || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(20);
+            }
+        }
+    }
+
     private static byte[] b(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
@@ -144,15 +171,21 @@ class ReplicaSetTest {
     void writesReachEveryMemberAndSurviveThePrimarysLoss(String transport) throws Exception {
         startAll(transport);
         int p = primary();
-        try (RdmaStoreClient c = client(p, transport)) {
-            for (int i = 0; i < 200; i++) {
-                c.set("k" + i, "v" + i);
-            }
+        String big = "B".repeat(BLOB_THRESHOLD * 3);
+        for (int i = 0; i < 200; i++) {
+            write(transport, "k" + i, "v" + i);
         }
+        write(transport, "blob1", big + "1");
+        write(transport, "blob2", big + "2");
+        write(transport, "blob1", big + "one");
+        p = primary();
         for (int i = 0; i < 3; i++) {
             int m = i;
-            await("member n" + (m + 1) + " holds every write", 10_000, () -> "v199".equals(value(m, "k199")));
+            await("member n" + (m + 1) + " holds every write", 10_000, () -> "v199".equals(value(m, "k199"))
+                && (big + "one").equals(value(m, "blob1")));
             assertEquals("v0", value(m, "k0"));
+            assertEquals(big + "2", value(m, "blob2"), "a blob value is replicated with its file");
+            assertTrue(servers[m].store().blobs().count() >= 2, "blob values are files on every member");
         }
         int s = (p + 1) % 3;
         try (RdmaStoreClient c = client(s, transport)) {
@@ -176,12 +209,96 @@ class ReplicaSetTest {
             for (int i = 0; i < 200; i++) {
                 assertEquals("v" + i, c.get("k" + i), "acknowledged and replicated write lost in failover");
             }
-            c.set("after", "failover");
+            assertEquals(big + "one", c.get("blob1"));
         }
+        write(transport, "after", "failover");
         start(p, transport);
         int old = p;
         await("the old primary rejoins and catches up", 15_000, () -> "failover".equals(value(old, "after")));
         assertEquals(ReplicaSet.Role.SECONDARY, servers[old].replicaSet().role());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "ucx"})
+    @Timeout(90)
+    void aWipedMemberBehindTheOplogWindowResyncsFromASnapshotWithItsBlobs(String transport) throws Exception {
+        oplogWindow = 8 * 1024;
+        startAll(transport);
+        int p = primary();
+        String big = "Z".repeat(BLOB_THRESHOLD * 2);
+        int s = (p + 1) % 3;
+        for (int i = 0; i < 300; i++) {
+            write(transport, "k" + i, "v" + i);
+        }
+        write(transport, "blob", big);
+        await("the member to wipe holds the blob", 10_000, () -> big.equals(value(s, "blob")));
+        servers[s].close();
+        servers[s] = null;
+        deleteTree(dir.resolve("n" + (s + 1)));
+        for (int i = 300; i < 600; i++) {
+            write(transport, "k" + i, "v" + i);
+        }
+        start(s, transport);
+        for (int i = 600; i < 700; i++) {
+            write(transport, "k" + i, "v" + i);
+        }
+        await("the wiped member resyncs", 20_000, () -> "v699".equals(value(s, "k699")));
+        for (int i = 0; i < 700; i += 50) {
+            assertEquals("v" + i, value(s, "k" + i));
+        }
+        assertEquals(big, value(s, "blob"), "the blob file came with the snapshot");
+        assertEquals("1", servers[s].replicaSet().info().get("resyncs"), "it took the snapshot path");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "ucx"})
+    @Timeout(90)
+    void theJavaClientFollowsAFailoverAndReadsFromSecondaries(String transport) throws Exception {
+        startAll(transport);
+        primary();
+        String uri = "rdmastore://127.0.0.1:" + ports[0] + ",127.0.0.1:" + ports[1] + ",127.0.0.1:" + ports[2]
+            + "?replicaSet=rs0&w=majority&transport=" + transport + "&timeout=3s";
+        List<String> acked = new ArrayList<>();
+        int unknown = 0;
+        try (RdmaStoreClient c = RdmaStoreClient.connect(uri)) {
+            assertEquals("rs0", c.topology().setName());
+            for (int i = 0; i < 100; i++) {
+                c.set("c" + i, "v" + i);
+                acked.add("c" + i);
+            }
+            int p = primary();
+            servers[p].close();
+            servers[p] = null;
+            for (int i = 100; i < 200; i++) {
+                try {
+                    c.set("c" + i, "v" + i);
+                    acked.add("c" + i);
+                } catch (io.rdmastore.client.RdmaStoreException e) {
+                    assertTrue(e.outcomeUnknown() || e.getMessage().contains("NOTPRIMARY"), e.toString());
+                    unknown++;
+                }
+            }
+            for (String k : acked) {
+                assertEquals("v" + k.substring(1), c.get(k), "an acknowledged w:majority write is lost");
+            }
+            assertTrue(acked.size() >= 190, "the client did not follow the failover: " + unknown + " failed writes");
+        }
+        try (RdmaStoreClient secondaryReader = RdmaStoreClient.connect(uri.replace("w=majority",
+            "readPreference=secondary"))) {
+            await("a secondary serves the last write", 10_000, () -> ("v" + acked.getLast().substring(1)).equals(
+                secondaryReader.get(acked.getLast())));
+        }
+    }
+
+    private static void deleteTree(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (Stream<Path> all = Files.walk(root)) {
+            for (Path x : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(x);
+            }
+        }
     }
 
     @ParameterizedTest
@@ -223,10 +340,8 @@ class ReplicaSetTest {
     @Timeout(120)
     void aDeposedPrimarysUnreplicatedWritesGoToARollbackFile(String transport) throws Exception {
         startAll(transport);
+        write(transport, "base", "1");
         int p = primary();
-        try (RdmaStoreClient c = client(p, transport)) {
-            c.set("base", "1");
-        }
         for (int i = 0; i < 3; i++) {
             int m = i;
             await("base replicated", 10_000, () -> "1".equals(value(m, "base")));
@@ -257,9 +372,7 @@ class ReplicaSetTest {
             start(i, transport);
         }
         int q = primary();
-        try (RdmaStoreClient c = client(q, transport)) {
-            c.set("new", "primary");
-        }
+        write(transport, "new", "primary");
         start(p, transport);
         int old = p;
         await("the deposed primary resyncs", 20_000, () -> "primary".equals(value(old, "new")));

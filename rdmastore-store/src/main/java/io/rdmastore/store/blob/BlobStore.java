@@ -182,6 +182,90 @@ public final class BlobStore implements AutoCloseable {
         return v;
     }
 
+    /**
+     * Whether the file of {@code version} is here with this length and CRC (a replica set's secondary asks before it
+     * applies a record that names a version written on its primary).
+     */
+    public synchronized boolean has(long version, long length, int crc32c) {
+        BlobVersion v = versions.get(version);
+        if (v != null) {
+            return !v.missing() && v.length() == length && v.crc32c() == crc32c;
+        }
+        Path p = found.get(version);
+        try {
+            return p != null && Files.size(p) == length;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** The file of a version this store holds, or null (to lend it to another member). */
+    public Path fileOf(long version) {
+        BlobVersion v = versions.get(version);
+        return v == null || v.missing() ? null : v.file();
+    }
+
+    /** Where a copy of another member's version is written before {@link #install}. */
+    public Path incoming(long version) {
+        return dir.resolve("incoming-" + String.format("%016x", version) + ".tmp");
+    }
+
+    /**
+     * Takes a copy of another member's blob file: checks its length and CRC32C, fsyncs it, renames it to its
+     * version's name (replacing a stale file of that name nothing references) and fsyncs the directory. The next
+     * {@link #resolve} of that version finds it.
+     *
+     * @throws StoreException on a length or CRC mismatch (the copy is deleted) or an I/O failure
+     */
+    public void install(Path copy, long version, long length, int crc32c) {
+        try {
+            int crc;
+            try (FileChannel ch = FileChannel.open(copy, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                 Arena arena = Arena.ofConfined()) {
+                if (ch.size() != length) {
+                    throw new StoreException("replicated blob " + version + " has " + ch.size() + " bytes, not "
+                        + length);
+                }
+                crc = length == 0 ? crc32c(MemorySegment.NULL.reinterpret(0))
+                    : crc32c(ch.map(FileChannel.MapMode.READ_ONLY, 0, length, arena));
+                ch.force(true);
+            }
+            if (crc != crc32c) {
+                throw new StoreException(String.format("replicated blob %d has CRC32C %08x, the record says %08x",
+                    version, crc, crc32c));
+            }
+            synchronized (this) {
+                BlobVersion old = versions.get(version);
+                if (old != null && !old.missing() && old.crc32c() == crc32c && old.length() == length) {
+                    deleteQuietly(copy);
+                    return;
+                }
+                if (old != null) {
+                    versions.remove(version);
+                }
+                Path target = dir.resolve(name(version));
+                Files.move(copy, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                fsyncDirectory();
+                found.put(version, target);
+                lastVersion = Math.max(lastVersion, version);
+            }
+        } catch (IOException e) {
+            deleteQuietly(copy);
+            throw new StoreException("cannot install replicated blob " + version + ": " + e, e);
+        } catch (RuntimeException e) {
+            deleteQuietly(copy);
+            throw e;
+        }
+    }
+
+    /**
+     * New versions from now on are above {@code floor}: a primary of term T numbers its blobs from T << 32, so no two
+     * primaries ever give one version number to different content.
+     */
+    public synchronized void versionFloor(long floor) {
+        lastVersion = Math.max(lastVersion, floor);
+    }
+
     /** Blob files of the legacy format found at open, highest version first. */
     public List<LegacyBlob> legacy() {
         return List.copyOf(legacy);

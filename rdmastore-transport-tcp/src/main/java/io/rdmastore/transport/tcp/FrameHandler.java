@@ -181,6 +181,14 @@ final class FrameHandler extends ByteToMessageDecoder {
             connection.protocolError("frame length " + length + " is out of range (0.." + maxFrameBody + ")");
             return;
         }
+        if (length > connection.inboundLimit()) {
+            // Refused at the header, before its bytes are buffered (before authentication: the handshake's size).
+            state = State.DISCARD;
+            in.skipBytes(readable);
+            connection.protocolError("frame of " + length + " bytes exceeds this connection's current limit of "
+                + connection.inboundLimit());
+            return;
+        }
         if (readable >= FrameDescriptor.HEADER_LENGTH && in.getByte(at + 4) == FrameDescriptor.MESSAGE
             && length > transport.context().maxMessageLength()) {
             // Refused at the header: an oversize message is not buffered first.

@@ -50,6 +50,7 @@ final class TcpConnection implements Connection {
     private volatile boolean closed;
     private volatile Throwable closeCause;
     private volatile Object attachment;
+    private volatile int inboundLimit = Integer.MAX_VALUE;
     /** Bytes handed to the event loop by other threads and not yet in Netty's outbound buffer. */
     private final AtomicLong queuedBytes = new AtomicLong();
     /** Writes handed to the event loop by other threads; the last one of a burst flushes. */
@@ -110,8 +111,26 @@ final class TcpConnection implements Connection {
     }
 
     @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) channel.localAddress();
+    }
+
+    @Override
     public int maxMessageLength() {
         return ctx.maxMessageLength();
+    }
+
+    @Override
+    public void inboundLimit(int bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("inbound limit must be >= 0: " + bytes);
+        }
+        inboundLimit = bytes;
+    }
+
+    /** The cap set by {@link #inboundLimit(int)}; the frame decoder reads it per frame. */
+    int inboundLimit() {
+        return inboundLimit;
     }
 
     @Override
@@ -531,6 +550,11 @@ final class TcpConnection implements Connection {
     @Override
     public void close() {
         closed = true;
+        if (!channel.isOpen() || channel.eventLoop().isShuttingDown()) {
+            // Closed already, or its event loop is stopping and closes it: a listener could no longer be notified
+            // there (Netty would log "Failed to submit a listener notification task" with a stack trace).
+            return;
+        }
         // flush first: a reply offered just before close (a handshake REJECT, an error) must reach the peer
         channel.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER)
             .addListener(io.netty.channel.ChannelFutureListener.CLOSE);

@@ -52,7 +52,7 @@ final class UcxAmConnection extends UcxConnectionBase {
     }
 
     @Override
-    byte[] offer(byte[] regionKey) {
+    byte[] offer(byte[] slotKey) {
         return ByteBuffer.allocate(8).putLong(slot).array();
     }
 

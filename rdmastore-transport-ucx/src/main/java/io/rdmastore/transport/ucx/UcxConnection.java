@@ -55,7 +55,8 @@ final class UcxConnection extends UcxConnectionBase {
 
     private long remoteRing;
     private long remoteCredit;
-    private UcpRemoteKey remoteKey;
+    /** The key of the peer's slot (its ring and credit word); package-private for the isolation test. */
+    UcpRemoteKey remoteKey;
     private boolean remoteKnown;
 
     // receive side
@@ -105,10 +106,10 @@ final class UcxConnection extends UcxConnectionBase {
     }
 
     @Override
-    byte[] offer(byte[] regionKey) {
-        return ByteBuffer.allocate(8 + 4 + 8 + 1 + 4 + regionKey.length).putLong(slotAddress)
+    byte[] offer(byte[] slotKey) {
+        return ByteBuffer.allocate(8 + 4 + 8 + 1 + 4 + slotKey.length).putLong(slotAddress)
             .putInt(transport.ringCapacity()).putLong(creditAddress).put((byte) (flushFooter ? 1 : 0))
-            .putInt(regionKey.length).put(regionKey).array();
+            .putInt(slotKey.length).put(slotKey).array();
     }
 
     @Override
@@ -239,6 +240,13 @@ final class UcxConnection extends UcxConnectionBase {
             return;
         }
         long need = assembled + length;
+        if (need > maxMessageLength()) {
+            // The assembly grows with the fragments received, and never past the largest message this side accepts.
+            assembling = false;
+            assembly = null;
+            close(new TransportException("message exceeds the maximum of " + maxMessageLength() + " bytes"));
+            return;
+        }
         if (assembly == null || assembly.byteSize() < need) {
             long size = Math.max(need, assembly == null ? 1 << 20 : assembly.byteSize() * 2);
             MemorySegment bigger = Arena.ofAuto().allocate(Math.min(size, Math.max(need, maxMessageLength())));

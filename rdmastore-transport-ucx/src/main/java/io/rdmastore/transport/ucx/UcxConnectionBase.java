@@ -45,6 +45,10 @@ abstract class UcxConnectionBase implements Connection {
     private volatile Object attachment;
     /** Reads go through process_vm_readv (off after the first refusal: the peer cannot be read). */
     private volatile boolean crossMemoryReads;
+    /** The kernel confirmed that the peer's declared pid holds the far end of the control socket. */
+    private volatile boolean peerVouched;
+    /** Set when the kernel showed the declared pid is not the peer's: every later read is refused too. */
+    private volatile String refutedPid;
 
     /** Offers from threads other than the driver, in order; drained by the driver. */
     final ManyToOneConcurrentLinkedQueue<byte[]> pending = new ManyToOneConcurrentLinkedQueue<>();
@@ -63,8 +67,8 @@ abstract class UcxConnectionBase implements Connection {
     /** Driver: takes the local slot and endpoint. */
     abstract void attachLocal(int slot, long slotAddress, UcpEndpoint ep);
 
-    /** Driver: the bytes of this side's OFFER for the peer. */
-    abstract byte[] offer(byte[] regionKey);
+    /** Driver: the bytes of this side's OFFER for the peer; {@code slotKey} covers this connection's memory only. */
+    abstract byte[] offer(byte[] slotKey);
 
     /** Driver: the peer's OFFER. */
     abstract void attachRemote(byte[] offer);
@@ -165,6 +169,11 @@ abstract class UcxConnectionBase implements Connection {
     @Override
     public InetSocketAddress remoteAddress() {
         return control.remoteAddress();
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return control.localAddress();
     }
 
     @Override
@@ -289,6 +298,11 @@ abstract class UcxConnectionBase implements Connection {
             f.complete(null);
             return f;
         }
+        if (refutedPid != null) {
+            f.completeExceptionally(new TransportException("one-sided " + (read ? "read" : "write")
+                + " refused: the peer declared pid " + peer.pid() + ", but " + refutedPid));
+            return f;
+        }
         // The driver never copies inline: a long copy there would stall every other connection of the worker.
         if (read && crossMemoryReads && !transport.isDriverThread() && readAcrossMemory(r.address() + remoteOffset,
                 l.segment().address() + localOffset, length, f)) {
@@ -333,6 +347,32 @@ abstract class UcxConnectionBase implements Connection {
      * (then the read goes through UCX, and so do this connection's later ones).
      */
     private boolean readAcrossMemory(long remoteAddress, long localAddress, long length, CompletableFuture<Void> f) {
+        if (!peerVouched) {
+            // The pid is the peer's word: read its memory only once the kernel says it runs the peer's end of the
+            // control socket, else a peer could name another process (or ours) and have us read that.
+            PeerCredentials.Verdict v = PeerCredentials.verify(peer.pid(), control.localAddress(),
+                control.remoteAddress());
+            if (!v.vouched()) {
+                crossMemoryReads = false;
+                if (v.refuted()) {
+                    refutedPid = v.reason();
+                    if (v.reason().startsWith(PeerCredentials.NO_PROCESS)) {
+                        LOG.info("{}: declared pid {} does not exist; its one-sided reads fail",
+                            control.remoteAddress(), peer.pid());
+                    } else {
+                        LOG.warn("{}: declared pid {} is not its own ({}); its one-sided reads are refused",
+                            control.remoteAddress(), peer.pid(), v.reason());
+                    }
+                    f.completeExceptionally(new TransportException("one-sided read refused: the peer declared pid "
+                        + peer.pid() + ", but " + v.reason()));
+                    return true;
+                }
+                LOG.info("{}: declared pid {} cannot be vouched for ({}); its reads go through ucx",
+                    control.remoteAddress(), peer.pid(), v.reason());
+                return false;
+            }
+            peerVouched = true;
+        }
         int errno = CrossMemoryAttach.read(peer.pid(), localAddress, remoteAddress, length);
         if (errno == 0) {
             f.complete(null);

@@ -30,7 +30,8 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 /**
- * The UCX provider: one UCP context, one worker, one registered memory region sliced into per-connection rings, and
+ * The UCX provider: one UCP context, one worker, one registration per connection (its receive ring, send mirror and
+ * credit words, with its own remote key, so a peer's key reaches its own connection's memory and nothing else), and
  * exactly one thread driving the worker.
  *
  * <p>Driving: the worker is touched only by the thread holding the driver lock. In agent mode (default) a daemon thread
@@ -57,13 +58,42 @@ public final class UcxTransport implements UpgradeTransport {
         private String footer = System.getProperty("rdmastore.ucx.footer", "crc");
         private int maxMessageLength = Integer.getInteger("rdmastore.ucx.maxMessageLength", (512 << 20) + (64 << 10));
         private String name = "ucx";
+        private boolean allowTcpWire = Boolean.getBoolean("rdmastore.ucx.allowTcp");
+        /** The pid the capability declares; 0 = this process's. Tests set another to play a lying peer. */
+        long declaredPid;
         private boolean crossMemoryReads = Boolean.parseBoolean(
             System.getProperty("rdmastore.ucx.crossMemoryReads", "true"));
 
-        /** UCX transports to allow (as UCX_TLS, e.g. {@code posix,cma,self} or {@code tcp}); null = UCX's default. */
+        /**
+         * UCX transports to allow (as UCX_TLS, e.g. {@code posix,cma,self} or {@code tcp}); null = UCX's default
+         * without its tcp wire (unless {@link #allowTcpWire(boolean)}), or the environment's UCX_TLS where set.
+         */
         public Context tls(String value) {
             tls = value;
             return this;
+        }
+
+        /**
+         * Whether UCX's own tcp wire may be used when {@link #tls(String)} and UCX_TLS leave the choice to UCX. Default
+         * false ({@code rdmastore.ucx.allowTcp}): over that wire UCX emulates one-sided puts and gets in software and
+         * does not check remote keys, so anyone who can reach the worker's tcp port could read and write any address
+         * of this process. Peers on other hosts without RDMA devices then use the TCP carrier instead.
+         */
+        public Context allowTcpWire(boolean value) {
+            allowTcpWire = value;
+            return this;
+        }
+
+        /** The UCX_TLS to run with: the setting, else the environment's, else all but tcp (unless allowed). */
+        String effectiveTls() {
+            if (tls != null) {
+                return tls;
+            }
+            String env = System.getenv("UCX_TLS");
+            if (env != null && !env.isBlank()) {
+                return env;
+            }
+            return allowTcpWire ? null : "^tcp";
         }
 
         /** Bytes of registered memory for rings (default 256 MiB, allocated lazily by the OS). */
@@ -161,6 +191,7 @@ public final class UcxTransport implements UpgradeTransport {
             c.messaging(p.getProperty("messaging", c.messaging));
             c.footer(p.getProperty("footer", c.footer));
             c.name(p.getProperty("name", c.name));
+            c.allowTcpWire(Boolean.parseBoolean(p.getProperty("allowTcpWire", Boolean.toString(c.allowTcpWire))));
             c.crossMemoryReads(Boolean.parseBoolean(p.getProperty("crossMemoryReads",
                 Boolean.toString(c.crossMemoryReads))));
             return c;
@@ -203,7 +234,7 @@ public final class UcxTransport implements UpgradeTransport {
 
         @Override
         public String toString() {
-            return "tls=" + (tls == null ? "default" : tls) + " ring=" + (ringCapacity() >> 10) + "KiB messaging="
+            return "tls=" + (effectiveTls() == null ? "default" : effectiveTls()) + " ring=" + (ringCapacity() >> 10) + "KiB messaging="
                 + messaging + " footer=" + footer + " idle=" + idleStrategy + (invoker ? " invoker" : "");
         }
     }
@@ -212,13 +243,15 @@ public final class UcxTransport implements UpgradeTransport {
     private final Throwable cause;
     private UcpContext context;
     private UcpWorker worker;
-    private UcpMemory region;
-    private long regionAddress;
     private int slotSize;
     private int slotCount;
+    /** Each connection slot's own registration while in use or in quarantine, else null. Driver only. */
+    private UcpMemory[] slotMemory;
     private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>();
     private final ArrayDeque<long[]> quarantine = new ArrayDeque<>();
-    private byte[] rkey;
+    /** Nanoseconds spent registering and deregistering connection memory, and how many times (for docs and doctor). */
+    private long registrationNanos;
+    private long slotRegistrations;
     private byte[] capability;
     private final String hostId = hostId();
     private final ManyToOneConcurrentLinkedQueue<Runnable> commands = new ManyToOneConcurrentLinkedQueue<>();
@@ -272,27 +305,31 @@ public final class UcxTransport implements UpgradeTransport {
     private void open() {
         UcpParams params = new UcpParams().requestRmaFeature().requestAmFeature().requestWakeupFeature()
             .setMtWorkersShared(true);
-        if (ctx.tls != null) {
-            params.setConfig("TLS", ctx.tls);
+        String tls = ctx.effectiveTls();
+        if (tls != null) {
+            params.setConfig("TLS", tls);
+        }
+        if (tls == null || tls.contains("tcp") && !tls.startsWith("^")) {
+            LOG.warn("ucx: UCX's tcp wire is allowed ({}); it does not check remote keys, so any peer that reaches the"
+                + " worker's tcp port can read and write this process's memory. Use it on trusted networks only.",
+                tls == null ? "UCX's default transports" : "UCX_TLS=" + tls);
         }
         context = new UcpContext(params);
         worker = context.newWorker(new UcpWorkerParams());
         int cap = ctx.ringCapacity();
         slotSize = 2 * cap + 4096;
         slotCount = (int) Math.max(1, Math.min(ctx.maxConnections, ctx.memoryBudget / slotSize));
-        long length = (long) slotSize * slotCount;
-        region = context.memoryMap(new UcpMemMapParams().allocate().setLength(length));
-        regionAddress = region.getAddress();
+        slotMemory = new UcpMemory[slotCount];
         for (int i = 0; i < slotCount; i++) {
             freeSlots.add(i);
         }
-        rkey = bytes(region.getRemoteKeyBuffer());
         byte[] host = hostId.getBytes(StandardCharsets.UTF_8);
         byte[] address = bytes(worker.getAddress());
         // the trailer (pid namespace, pid) lets a peer on this host read lent memory with process_vm_readv; peers
         // that predate it ignore trailing bytes
         capability = ByteBuffer.allocate(1 + host.length + 4 + address.length + 16).put((byte) host.length).put(host)
-            .putInt(address.length).put(address).putLong(CrossMemoryAttach.PID_NAMESPACE).putLong(CrossMemoryAttach.PID)
+            .putInt(address.length).put(address).putLong(CrossMemoryAttach.PID_NAMESPACE)
+            .putLong(ctx.declaredPid != 0 ? ctx.declaredPid : CrossMemoryAttach.PID)
             .array();
         if (ctx.messaging.equals("am")) {
             am = new AmDispatcher(this, worker);
@@ -390,7 +427,7 @@ public final class UcxTransport implements UpgradeTransport {
 
     /** The UCX_TLS this context runs with: its own setting, else the environment's; null means UCX's default. */
     String tlsInEffect() {
-        return ctx.tls != null ? ctx.tls : System.getenv("UCX_TLS");
+        return ctx.effectiveTls();
     }
 
     /** Whether the transports in effect include a shared-memory one. */
@@ -488,7 +525,7 @@ public final class UcxTransport implements UpgradeTransport {
                         .put(c.peer.workerAddress()).flip()));
                 c.attachLocal(slot, slotAddress(slot), ep);
                 connections.add(c);
-                byte[] offer = c.offer(rkey);
+                byte[] offer = c.offer(slotKey(slot));
                 byte[] msg = new byte[offer.length + 1];
                 msg[0] = prefix;
                 System.arraycopy(offer, 0, msg, 1, offer.length);
@@ -550,27 +587,77 @@ public final class UcxTransport implements UpgradeTransport {
 
     // ---- memory slots ----
 
+    /**
+     * Driver: a free slot with fresh memory registered for it alone (zeroed by the OS), or null when every slot is in
+     * use. Slots whose quarantine has passed are deregistered first; their memory is never handed to another peer.
+     */
     private Integer allocateSlot() {
         long now = System.nanoTime();
         while (!quarantine.isEmpty() && now - quarantine.peekFirst()[1] > 0) {
             int slot = (int) quarantine.pollFirst()[0];
-            slotSegment(slot).fill((byte) 0);
+            deregisterSlot(slot);
             freeSlots.add(slot);
         }
-        return freeSlots.pollFirst();
+        Integer slot = freeSlots.pollFirst();
+        if (slot != null) {
+            long t0 = System.nanoTime();
+            try {
+                slotMemory[slot] = context.memoryMap(new UcpMemMapParams().allocate().setLength(slotSize));
+            } catch (RuntimeException e) {
+                freeSlots.addFirst(slot);
+                throw new TransportException("cannot register memory for a ucx connection: " + e.getMessage(), e);
+            }
+            registrationNanos += System.nanoTime() - t0;
+            slotRegistrations++;
+        }
+        return slot;
     }
 
-    /** Returns a slot after a grace period, so puts a closing peer still had in flight cannot hit a new owner. */
+    private void deregisterSlot(int slot) {
+        UcpMemory m = slotMemory[slot];
+        slotMemory[slot] = null;
+        if (m != null) {
+            long t0 = System.nanoTime();
+            try {
+                m.deregister();
+            } catch (RuntimeException e) {
+                LOG.warn("ucx: deregistering a connection's memory failed: {}", e.toString());
+            }
+            registrationNanos += System.nanoTime() - t0;
+        }
+    }
+
+    /**
+     * Driver: ends a connection's use of its slot. Its registration stays for a grace period, so puts a closing peer
+     * still had in flight land in memory no one reads, then it is deregistered; a new connection never gets it.
+     */
     void releaseSlot(int slot) {
         quarantine.addLast(new long[] {slot, System.nanoTime() + 500_000_000L});
     }
 
     long slotAddress(int slot) {
-        return regionAddress + (long) slot * slotSize;
+        return slotMemory[slot].getAddress();
     }
 
-    private MemorySegment slotSegment(int slot) {
-        return MemorySegment.ofAddress(slotAddress(slot)).reinterpret(slotSize);
+    /** The remote key of the slot's own registration: it covers that connection's memory and nothing else. */
+    byte[] slotKey(int slot) {
+        return bytes(slotMemory[slot].getRemoteKeyBuffer());
+    }
+
+    /** How many connection slots hold a registration now (in use or in quarantine). */
+    int registeredSlots() {
+        return call(() -> {
+            int n = 0;
+            for (UcpMemory m : slotMemory) {
+                n += m != null ? 1 : 0;
+            }
+            return n;
+        });
+    }
+
+    /** Mean microseconds to register (at connect) plus deregister (after the close) one connection's memory. */
+    double registrationMicros() {
+        return call(() -> slotRegistrations == 0 ? 0.0 : registrationNanos / 1e3 / slotRegistrations);
     }
 
     UcpContext ucpContext() {
@@ -823,12 +910,17 @@ public final class UcxTransport implements UpgradeTransport {
             }
         }
         registrations.clear();
-        try {
-            if (region != null) {
-                region.deregister();
+        if (slotMemory != null) {
+            for (int i = 0; i < slotMemory.length; i++) {
+                try {
+                    if (slotMemory[i] != null) {
+                        slotMemory[i].deregister();
+                    }
+                } catch (Throwable ignored) {
+                    // best effort on close
+                }
+                slotMemory[i] = null;
             }
-        } catch (Throwable ignored) {
-            // best effort on close
         }
         try {
             if (worker != null) {
@@ -844,7 +936,6 @@ public final class UcxTransport implements UpgradeTransport {
         } catch (Throwable ignored) {
             // best effort on close
         }
-        region = null;
         worker = null;
         context = null;
     }
