@@ -209,7 +209,7 @@ final class MemberProcess {
 
     private static boolean bindable(int port) {
         try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
-            return true;
+            return s.isBound();
         } catch (IOException e) {
             return false;
         }

@@ -176,14 +176,14 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
         out.println(lost + " of " + acked.size() + " acknowledged writes lost");
         out.flush();
 
-        long r0 = System.nanoTime();
         primary.launch();
         primary.awaitReady(remaining(Duration.ofSeconds(60)));
+        long r0 = System.nanoTime();
         progress("restarted " + primary.id() + " on its data directory (pid " + primary.pid() + ")");
         String rejoin = awaitRejoin(probe, primary, f.primary(), Duration.ofSeconds(30));
         if (rejoin != null) {
-            progress(String.format(Locale.ROOT, "%s rejoined as a secondary of %s %.1f s after its restart; %s",
-                primary.id(), f.primary().id(), (System.nanoTime() - r0) / 1e9, rejoin));
+            progress(String.format(Locale.ROOT, "%s rejoined as a secondary of %s %.0f ms after it served again; %s",
+                primary.id(), f.primary().id(), (System.nanoTime() - r0) / 1e6, rejoin));
         } else {
             out.println("(error) " + primary.id() + " did not rejoin as a caught-up secondary within 30 s");
         }
