@@ -148,9 +148,10 @@ final class ServerCommand implements Callable<Integer> {
         try {
             server.awaitClose();
         } catch (InterruptedException e) {
-            // An interrupt is a stop request from an embedding program or a test, like SIGTERM for a process.
-            Thread.currentThread().interrupt();
+            // An interrupt is a stop request from an embedding program or a test, like SIGTERM for a process. The
+            // server closes before the flag is restored: Ratis's shutdown waits, and a set flag would cut its wait short.
             server.close();
+            Thread.currentThread().interrupt();
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException alreadyShuttingDown) {
