@@ -19,7 +19,8 @@ import picocli.CommandLine.Option;
     subcommands = {ServerCommand.class, CliCommand.class, DoctorCommand.class, CheckLogCommand.class,
         DemoCommand.class, ReplicaSetCommand.class, BenchCommand.class, BlobFileCommand.Put.class,
         BlobFileCommand.Get.class, CommandLine.HelpCommand.class},
-    footer = {"", "Run 'rdmastore <command> --help' for a command's options. Start with 'rdmastore demo'."})
+    footer = {"", "Run 'rdmastore <command> --help' for a command's options. Start with 'rdmastore demo', then"
+        + " 'rdmastore replica-set demo'."})
 public final class Main implements Runnable {
     /** System property of slf4j-simple's level; a value given with -D wins over the CLI's choice. */
     static final String LOG_LEVEL_PROPERTY = "org.slf4j.simpleLogger.defaultLogLevel";
