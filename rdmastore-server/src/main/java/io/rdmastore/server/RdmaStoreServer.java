@@ -141,6 +141,7 @@ public final class RdmaStoreServer implements AutoCloseable {
                 .password(config.password())
                 .version(VERSION)
                 .serverInfo(this::respInfo)
+                .replicaSet(() -> replicaSet)
                 .nativeClients(this::nativeClients)
                 .clientIds(clientIds::incrementAndGet)
                 .admission(this::admission)

@@ -160,8 +160,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private final AtomicLong transferIds = new AtomicLong(System.currentTimeMillis());
     private final Map<Long, Path> transferFiles = new ConcurrentHashMap<>();
     private ControlPlane controlPlane;
-    /** Guarded by memberLock; persisted before it is acted on. */
-    private long acceptedTerm;
+    /** Written under memberLock (persisted before it is acted on); read anywhere. */
+    private volatile long acceptedTerm;
     private volatile Role role = Role.STARTING;
     /** The term this member is primary of (meaningful while role is PRIMARY). */
     private volatile long primaryTerm;
@@ -176,6 +176,10 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private volatile long lastRoundSeen;
     private volatile long primaryCommitIndex;
     private volatile long resyncs;
+    /** Redis's min-replicas-to-write / min-replicas-max-lag: 0 replicas means no such rule. */
+    private volatile int minReplicasToWrite;
+    private volatile int minReplicasMaxLagSeconds = 10;
+    private volatile boolean tooFewReplicas;
     private volatile long rollbacks;
 
     public ReplicaSet(Store store, ReplicaSetConfig config, Path dataDir, String password) {
@@ -215,6 +219,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         puller.start();
         // Keep a warm connection to every member: an election's PREPARE must not wait for a connection set-up.
         warmer.scheduleWithFixedDelay(this::warmPeers, 0, 1, TimeUnit.SECONDS);
+        timers.scheduleWithFixedDelay(this::checkGoodReplicas, 100, 100, TimeUnit.MILLISECONDS);
         // Events can race (a leader notified before Ratis calls it ready): reconcile with Ratis's view regularly.
         timers.scheduleWithFixedDelay(() -> control.execute(this::reconcile), 250, 250, TimeUnit.MILLISECONDS);
         controlPlane = ControlPlane.start(config.setName(), config.nodeId(), members, dataDir.resolve("raft"), this,
@@ -251,6 +256,46 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         } else {
             // Still a secondary: refused writes now name the new primary.
             store.allowWrites(false, "NOTPRIMARY " + notPrimaryText());
+        }
+    }
+
+    /** Redis's min-replicas-to-write: the primary refuses writes while fewer secondaries are in touch. */
+    public void minReplicasToWrite(int n) {
+        minReplicasToWrite = n;
+        checkGoodReplicas();
+    }
+
+    /** Redis's min-replicas-max-lag, in seconds: how recent a secondary's last pull must be to count. */
+    public void minReplicasMaxLagSeconds(int seconds) {
+        minReplicasMaxLagSeconds = seconds;
+        checkGoodReplicas();
+    }
+
+    /** Refuses or lets in writes on the primary as min-replicas-to-write says. */
+    private void checkGoodReplicas() {
+        if (role != Role.PRIMARY && !tooFewReplicas) {
+            return; // a secondary: never wait for memberLock, an apply may hold it
+        }
+        synchronized (memberLock) {
+            if (role != Role.PRIMARY) {
+                tooFewReplicas = false;
+                return;
+            }
+            long now = System.nanoTime();
+            long maxLag = TimeUnit.SECONDS.toNanos(minReplicasMaxLagSeconds);
+            int good = 0;
+            for (Progress p : progress.values()) {
+                if (now - p.lastContactNanos <= maxLag) {
+                    good++;
+                }
+            }
+            boolean tooFew = minReplicasToWrite > 0 && good < minReplicasToWrite;
+            if (tooFew != tooFewReplicas) {
+                tooFewReplicas = tooFew;
+                store.allowWrites(!tooFew, tooFew ? "NOREPLICAS Not enough good replicas to write." : null);
+                LOG.info("{} writes: {} of {} required secondaries in touch", tooFew ? "refusing" : "accepting", good,
+                    minReplicasToWrite);
+            }
         }
     }
 
@@ -352,6 +397,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 return;
             }
             progress.clear();
+            tooFewReplicas = false;
             store.term(term);
             primaryTerm = term;
             role = Role.PRIMARY;
@@ -442,7 +488,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 + config.setName() + " and the request did not present its key");
         }
         return switch (opcode) {
-            case ProtocolDescriptor.REPL_PREPARE -> onPrepare(id, r);
+            case ProtocolDescriptor.REPL_PREPARE -> onPrepare(id, r, replier);
             case ProtocolDescriptor.REPL_FETCH -> onFetch(id, r, replier);
             case ProtocolDescriptor.REPL_SNAPSHOT -> onSnapshot(id, r, replier);
             case ProtocolDescriptor.REPL_READ -> onRead(id, r);
@@ -451,10 +497,20 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         };
     }
 
-    private byte[] onPrepare(long id, WireReader r) {
+    /**
+     * A promise waits for an apply in progress (they must not interleave), so it is answered off the transport
+     * thread.
+     */
+    private byte[] onPrepare(long id, WireReader r, Replier replier) {
         long term = r.i64("term");
         String candidate = r.string("candidate", 256);
         r.end();
+        Object placeholder = replier.defer();
+        rpc.execute(() -> replier.complete(placeholder, prepareReply(id, term, candidate)));
+        return null;
+    }
+
+    private byte[] prepareReply(long id, long term, String candidate) {
         long[] pos;
         long accepted;
         synchronized (memberLock) {
@@ -479,15 +535,20 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         long round = r.i64("round");
         int maxBytes = r.i32("maxBytes");
         int waitMillis = r.i32("waitMillis");
+        boolean catchUp = r.u8("catchUp") == 1;
         r.end();
-        synchronized (memberLock) {
-            if (term > acceptedTerm) {
-                promiseLocked(term);
-                return error(id, "NOTPRIMARY this member does not lead term " + term);
-            }
-            if (term < acceptedTerm) {
-                return error(id, "STALETERM " + acceptedTerm);
-            }
+        long accepted = acceptedTerm;
+        if (term > accepted) {
+            // A newer term exists: adopt it (off this thread: a promise waits for an apply in progress).
+            rpc.execute(() -> {
+                synchronized (memberLock) {
+                    promiseLocked(term);
+                }
+            });
+            return error(id, "NOTPRIMARY this member does not lead term " + term);
+        }
+        if (term < accepted) {
+            return error(id, "STALETERM " + accepted);
         }
         boolean primary = role == Role.PRIMARY && primaryTerm == term;
         if (primary) {
@@ -502,7 +563,9 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 p.round = round;
             }
             checkWaiters();
-        } else if (role == Role.PRIMARY || role == Role.CANDIDATE) {
+        } else if (!catchUp || role == Role.PRIMARY || role == Role.CANDIDATE) {
+            // Only a candidate catching up reads a member that does not lead: a secondary that took DIVERGED or a
+            // snapshot from a stale member could lose records a majority acknowledged.
             return error(id, "NOTPRIMARY this member does not lead term " + term);
         }
         Oplog oplog = store.oplog();
@@ -556,27 +619,24 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
         WireWriter w = new WireWriter((int) Math.min(Integer.MAX_VALUE - 64, size))
             .header(ProtocolDescriptor.STATUS_OK, id)
-            .i64(role == Role.PRIMARY ? primaryTerm : acceptedTermUnlocked()).i64(commitIndex())
-            .i64(confirmRounds.get()).i32(entries.size());
+            .i64(role == Role.PRIMARY ? primaryTerm : acceptedTerm).u8(role == Role.PRIMARY ? 1 : 0)
+            .i64(commitIndex()).i64(confirmRounds.get()).i32(entries.size());
         for (Oplog.Entry e : entries) {
             w.i64(e.term()).i64(e.index()).bytes(e.frame());
         }
         return w.toByteArray();
     }
 
-    private long acceptedTermUnlocked() {
-        synchronized (memberLock) {
-            return acceptedTerm;
-        }
-    }
 
     private byte[] onSnapshot(long id, WireReader r, Replier replier) {
         long term = r.i64("term");
+        boolean catchUp = r.u8("catchUp") == 1;
         r.end();
-        synchronized (memberLock) {
-            if (term < acceptedTerm) {
-                return error(id, "STALETERM " + acceptedTerm);
-            }
+        if (term < acceptedTerm) {
+            return error(id, "STALETERM " + acceptedTerm);
+        }
+        if (!(role == Role.PRIMARY && primaryTerm == term) && (!catchUp || role == Role.CANDIDATE)) {
+            return error(id, "NOTPRIMARY this member does not lead term " + term);
         }
         Object placeholder = replier.defer();
         transfers.execute(() -> {
@@ -689,13 +749,12 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
     }
 
-    /** Applies records from {@code from}, copying the blob files they name first. The caller holds memberLock. */
-    private void apply(String from, List<Oplog.Entry> entries) throws IOException {
+    /** Copies the blob files that {@code entries} name and this member lacks (network I/O: never under memberLock). */
+    private void copyMissingBlobs(String from, List<Oplog.Entry> entries) throws IOException {
         List<long[]> blobs = store.missingBlobs(entries);
         if (!blobs.isEmpty()) {
             copyBlobs(from, blobs);
         }
-        store.applyReplicated(entries);
     }
 
     private byte[] onTerms(long id, WireReader r) {
@@ -911,15 +970,16 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     }
 
     /** A FETCH reply as the secondary reads it. */
-    private record Batch(long term, long commitIndex, long round, List<Oplog.Entry> entries) {
+    private record Batch(long term, boolean fromPrimary, long commitIndex, long round, List<Oplog.Entry> entries) {
     }
 
-    private Batch fetch(String from, long term, long[] prev, long ack, long round, int waitMillis) {
+    private Batch fetch(String from, long term, long[] prev, long ack, long round, int waitMillis, boolean catchUp) {
         PeerChannel p = peer(from);
         CompletableFuture<Batch> call = p.call(ProtocolDescriptor.REPL_FETCH, w -> w.string(config.key()).i64(term)
             .string(config.nodeId()).i64(prev[0]).i64(prev[1]).i64(ack).i64(round).i32((int) config.maxBatchBytes())
-            .i32(waitMillis), (st, r) -> {
+            .i32(waitMillis).u8(catchUp ? 1 : 0), (st, r) -> {
                 long t = r.i64("term");
+                boolean fromPrimary = r.u8("primary") == 1;
                 long commit = r.i64("commit");
                 long rd = r.i64("round");
                 int n = r.i32("count");
@@ -930,7 +990,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                     entries.add(new Oplog.Entry(et, ei, r.bytes("frame", Integer.MAX_VALUE - 64)));
                 }
                 r.end();
-                return new Batch(t, commit, rd, entries);
+                return new Batch(t, fromPrimary, commit, rd, entries);
             }, config.peerTimeout().plus(Duration.ofMillis(waitMillis)));
         return p.await(call, config.peerTimeout().plus(Duration.ofMillis(waitMillis)));
     }
@@ -950,7 +1010,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             }
             try {
                 long[] prev = store.lastPosition();
-                Batch b = fetch(target, term, prev, prev[1], lastRoundSeen, (int) config.fetchWait().toMillis());
+                Batch b = fetch(target, term, prev, prev[1], lastRoundSeen, (int) config.fetchWait().toMillis(), false);
                 String pullingFromBefore = pullingFrom;
                 pullingFrom = target;
                 if (!target.equals(pullingFromBefore)) {
@@ -959,6 +1019,12 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 }
                 lastPullNanos = System.nanoTime();
                 failures = 0;
+                if (!b.fromPrimary()) {
+                    // the member stopped leading while this pull waited: its records are not the set's
+                    sleep(10);
+                    continue;
+                }
+                copyMissingBlobs(target, b.entries());
                 synchronized (memberLock) {
                     if (b.term() < acceptedTerm || role != Role.SECONDARY) {
                         continue;
@@ -967,7 +1033,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                         promiseLocked(b.term());
                     }
                     if (!b.entries().isEmpty()) {
-                        apply(target, b.entries());
+                        store.applyReplicated(b.entries());
                     }
                 }
                 primaryCommitIndex = b.commitIndex();
@@ -1019,7 +1085,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             synchronized (memberLock) {
                 term = acceptedTerm;
             }
-            resync(from, term, diverged);
+            resync(from, term, diverged, false);
         } catch (IOException | RuntimeException e) {
             LOG.warn("resync from {} failed: {}", from, e.toString());
             dropPeer(from);
@@ -1035,17 +1101,18 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             }
             long[] prev = store.lastPosition();
             try {
-                Batch b = fetch(from, term, prev, 0, 0, 0);
+                Batch b = fetch(from, term, prev, 0, 0, 0, true);
                 if (b.entries().isEmpty()) {
                     throw new IllegalStateException(from + " returned nothing after index " + prev[1]);
                 }
+                copyMissingBlobs(from, b.entries());
                 synchronized (memberLock) {
-                    apply(from, b.entries());
+                    store.applyReplicated(b.entries());
                 }
             } catch (RdmaStoreServerException e) {
                 String m = String.valueOf(e.getMessage());
                 if (m.startsWith("DIVERGED") || m.startsWith("TOOOLD")) {
-                    resync(from, term, m.startsWith("DIVERGED"));
+                    resync(from, term, m.startsWith("DIVERGED"), true);
                 } else {
                     throw e;
                 }
@@ -1057,13 +1124,14 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
      * Replaces this member's data with a snapshot of {@code from}'s, keeping what this log holds beyond the common
      * prefix in a rollback file first when the logs diverged.
      */
-    private void resync(String from, long term, boolean diverged) throws IOException {
+    private void resync(String from, long term, boolean diverged, boolean catchUp) throws IOException {
         long started = System.nanoTime();
         PeerChannel p = peer(from);
         if (diverged) {
             keepRollback(from);
         }
-        long[] snap = p.await(p.call(ProtocolDescriptor.REPL_SNAPSHOT, w -> w.string(config.key()).i64(term),
+        long[] snap = p.await(p.call(ProtocolDescriptor.REPL_SNAPSHOT, w -> w.string(config.key()).i64(term)
+            .u8(catchUp ? 1 : 0),
             (st, r) -> new long[] {r.i64("handle"), r.i64("term"), r.i64("index"), r.i64("size")},
             Duration.ofMinutes(10)), Duration.ofMinutes(10));
         Path part = dataDir.resolve("resync-snapshot.rsnap.tmp");
@@ -1143,7 +1211,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
 
     /** The term of the current primary as this member knows it. */
     public long term() {
-        return role == Role.PRIMARY ? primaryTerm : Math.max(leaderTerm, acceptedTermUnlocked());
+        return role == Role.PRIMARY ? primaryTerm : Math.max(leaderTerm, acceptedTerm);
     }
 
     /** The id of the primary, or null when unknown. */

@@ -122,6 +122,10 @@ final class RespCommands {
                 }
             }
             case LASTSAVE -> w.integer(store.lastSnapshotEpochMillis() / 1000);
+            case ROLE -> RespReplication.role(face, w);
+            case WAIT -> RespReplication.await(face, c, w, argv);
+            case READONLY, READWRITE -> w.ok();
+            case SENTINEL -> RespReplication.sentinel(face, w, argv, argc);
             case SET -> set(c, w, argv, argc);
             case GET -> get(c, w, argv[1]);
             case GETDEL -> w.bulk(store.getDel(argv[1]));
@@ -700,7 +704,11 @@ final class RespCommands {
         sections.put("stats", stats);
 
         Map<String, String> replication = new LinkedHashMap<>();
-        RespInfo.replication(replication);
+        if (face.replicaSet() != null) {
+            replication.putAll(face.replicaSet().info());
+        } else {
+            RespInfo.replication(replication);
+        }
         sections.put("replication", replication);
 
         Map<String, String> cpu = new LinkedHashMap<>();

@@ -6,6 +6,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.rdmastore.store.SetOptions;
 import io.rdmastore.store.ReadOnlyException;
+import io.rdmastore.store.Store;
 import io.rdmastore.store.StoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -60,6 +61,10 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     volatile String libVersion = "";
     // written by the event loop per command, read racily by CLIENT LIST on other loops: staleness is harmless
     String lastCommand = "NULL";
+    /** A command waits for its reply (WAIT): no further command of this client runs until it has it. Event loop only. */
+    private boolean blocked;
+    /** Oplog index of this client's last write: what WAIT waits for. Event loop only. */
+    long lastWriteIndex;
     long lastInteractionMillis = createdMillis;
     private long commandsInBatch;
     volatile long commandsTotal;
@@ -212,7 +217,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) throws Exception {
-        if (ctx.channel().isWritable() && !closing) {
+        if (ctx.channel().isWritable() && !closing && !blocked) {
             ctx.channel().config().setAutoRead(true);
         }
         super.channelWritabilityChanged(ctx);
@@ -252,6 +257,48 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             w.out = null;
             o.release();
         }
+    }
+
+    /**
+     * Holds this client's later commands until {@link #resume} gives the current command its reply (Redis's blocked
+     * client). Event loop only.
+     */
+    void block() {
+        blocked = true;
+        ctx.channel().config().setAutoRead(false);
+    }
+
+    /**
+     * Any thread: on the event loop, writes the blocked command's reply, then runs the commands that arrived
+     * meanwhile.
+     */
+    void resume(java.util.function.Consumer<RespWriter> reply) {
+        ctx.executor().execute(() -> {
+            if (!blocked) {
+                return;
+            }
+            blocked = false;
+            if (closing) {
+                return;
+            }
+            reply.accept(out());
+            if (cum != null && cum.isReadable()) {
+                try {
+                    decode();
+                } catch (RuntimeException e) {
+                    protocolError("ERR internal error: " + e);
+                }
+                ByteBuf c = cum;
+                if (c != null && !c.isReadable()) {
+                    c.release();
+                    cum = null;
+                }
+            }
+            flushReplies();
+            if (!blocked && ctx.channel().isWritable()) {
+                ctx.channel().config().setAutoRead(true);
+            }
+        });
     }
 
     /** The reply buffer for the current batch; created on first use. */
@@ -297,7 +344,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     private void decode() {
         ByteBuf b = cum;
-        while (!closing && b.isReadable()) {
+        while (!closing && !blocked && b.isReadable()) {
             if (!inMultibulk) {
                 if (b.getByte(b.readerIndex()) == '*') {
                     int r = multibulkHeader(b);
@@ -431,11 +478,17 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         long started = System.nanoTime();
         long errorsBefore = w.errors;
         current = null;
+        long indexBefore = Store.lastCommitIndex();
         try {
             face.commands.execute(this, argv, argc);
+            long indexAfter = Store.lastCommitIndex();
+            if (indexAfter != indexBefore) {
+                lastWriteIndex = indexAfter;
+            }
         } catch (ReadOnlyException e) {
             // A replica set's secondary: Redis's text, so clients (and Sentinel-aware ones) react as to a replica.
-            out().error("READONLY You can't write against a read only replica.");
+            String m = String.valueOf(e.getMessage());
+            out().error(m.startsWith("NOREPLICAS") ? m : "READONLY You can't write against a read only replica.");
         } catch (StoreException e) {
             out().error(errorText(e.getMessage()));
         } catch (RuntimeException e) {

@@ -59,6 +59,8 @@ public final class RespFace {
         private String password;
         private long maxBulkLength = DEFAULT_MAX_BULK_LENGTH;
         private Supplier<Map<String, Map<String, String>>> serverInfo = Map::of;
+        /** The server's replica-set membership (null: standalone), for ROLE, WAIT, SENTINEL and INFO replication. */
+        private Supplier<io.rdmastore.server.replication.ReplicaSet> replicaSet = () -> null;
         private ConfigHooks config;
         private Supplier<? extends Collection<NativeClient>> nativeClients = List::of;
         private LongSupplier clientIds;
@@ -111,6 +113,11 @@ public final class RespFace {
          * Extra INFO content: section name (lower case, e.g. "server", "rdmastore") to fields. Fields of a section the
          * face writes itself are appended to it; other sections are added. Default none.
          */
+        public Context replicaSet(Supplier<io.rdmastore.server.replication.ReplicaSet> value) {
+            replicaSet = Objects.requireNonNull(value);
+            return this;
+        }
+
         public Context serverInfo(Supplier<Map<String, Map<String, String>>> value) {
             serverInfo = Objects.requireNonNull(value);
             return this;
@@ -351,7 +358,27 @@ public final class RespFace {
     }
 
     /** Sets one setting; null on success, else the error text without "ERR ". */
+    /** This server's replica-set membership, or null when it runs standalone. */
+    io.rdmastore.server.replication.ReplicaSet replicaSet() {
+        return ctx.replicaSet.get();
+    }
+
     String configSet(String name, String value) {
+        if ((name.equals("min-replicas-to-write") || name.equals("min-replicas-max-lag")) && replicaSet() != null) {
+            try {
+                int v = Integer.parseInt(value.trim());
+                if (v < 0) {
+                    return "argument must be between 0 and 2147483647 inclusive";
+                }
+                if (name.equals("min-replicas-to-write")) {
+                    replicaSet().minReplicasToWrite(v);
+                } else {
+                    replicaSet().minReplicasMaxLagSeconds(v);
+                }
+            } catch (NumberFormatException e) {
+                return "argument couldn't be parsed into an integer";
+            }
+        }
         switch (name) {
             case "requirepass" -> {
                 password = value.isEmpty() ? null : value;

@@ -72,7 +72,7 @@ class ReplicaSetFaultTest {
                 null, CALL)));
         }
 
-        private void drop(int port) {
+        void drop(int port) {
             PeerChannel c = channels.remove(port);
             if (c != null) {
                 c.close();
@@ -83,7 +83,7 @@ class ReplicaSetFaultTest {
         }
 
         /** The primary's port, asking every member its ROLE until one says primary (bounded). */
-        private int primary() throws Exception {
+        int primary() throws Exception {
             if (primaryPort > 0) {
                 return primaryPort;
             }
@@ -172,6 +172,12 @@ class ReplicaSetFaultTest {
                 CALL);
         }
 
+        /** INFO text of one member. */
+        String infoOf(int port) {
+            PeerChannel c = channel(port);
+            return c.await(c.call(ProtocolDescriptor.INFO, w -> { }, (st, r) -> r.restString(), CALL), CALL);
+        }
+
         /** ROLE of one member: {role, term}. */
         long[] roleOf(int port) {
             PeerChannel c = channel(port);
@@ -223,6 +229,9 @@ class ReplicaSetFaultTest {
                 Random random = new Random(transport.hashCode());
                 Thread.sleep(1000);
                 for (int cycle = 0; cycle < failovers; cycle++) {
+                    // Faults come one at a time: with a member still starting or resyncing, a second loss would
+                    // leave no majority (then no primary is the right answer, not a failure).
+                    awaitHealthy(nemesis, ports);
                     int p = ports.indexOf(nemesis.primary());
                     ReplicaSetProcesses.Member primary = set.member(p);
                     long t0 = System.nanoTime();
@@ -324,6 +333,42 @@ class ReplicaSetFaultTest {
 
     private static List<String> keysOf(List<Op> history) {
         return history.stream().map(Op::key).distinct().sorted().toList();
+    }
+
+    /**
+     * Waits until one member is primary and every other one pulls from it (link up), then a little longer so a
+     * member that was wiped has the control plane's log too. Bounded.
+     */
+    static void awaitHealthy(MajorityOps ops, List<Integer> ports) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        int healthyRounds = 0;
+        String last = "";
+        while (System.nanoTime() < deadline) {
+            int primaries = 0;
+            int linked = 0;
+            StringBuilder sb = new StringBuilder();
+            for (int port : ports) {
+                try {
+                    long[] role = ops.roleOf(port);
+                    if (role[0] == 1) {
+                        primaries++;
+                    } else if (role[0] == 2 && ops.infoOf(port).contains("master_link_status:up")) {
+                        linked++;
+                    }
+                    sb.append(port).append(":role ").append(role[0]).append(' ');
+                } catch (RuntimeException e) {
+                    ops.drop(port);
+                    sb.append(port).append(":down ");
+                }
+            }
+            healthyRounds = primaries == 1 && linked == ports.size() - 1 ? healthyRounds + 1 : 0;
+            if (healthyRounds >= 15) {
+                return;
+            }
+            last = sb.toString();
+            Thread.sleep(100);
+        }
+        fail("the set did not heal within 30 s: " + last);
     }
 
     private static int awaitNewPrimary(MajorityOps ops, List<Integer> ports, int oldPort) throws Exception {
