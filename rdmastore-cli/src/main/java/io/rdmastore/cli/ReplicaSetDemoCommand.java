@@ -39,7 +39,7 @@ import picocli.CommandLine.Option;
         + " data dir), writes keys with majority acknowledgement, kills the primary (SIGKILL), times the failover,"
         + " checks that no acknowledged write was lost, restarts the old primary and shows it rejoin as a secondary."
         + " About 15 s; stops every member and deletes the directory at the end.",
-        "Exit code 0 when no acknowledged write was lost, 1 otherwise."})
+        "Exit code 0 when no acknowledged write was lost and the old primary rejoined, 1 otherwise."})
 final class ReplicaSetDemoCommand implements Callable<Integer> {
     static final String SET_NAME = "demo";
     private static final int BATCH = 100;
@@ -133,29 +133,38 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
             members.forEach(m -> out.println(m.logTail(10)));
             return 1;
         }
-        MemberProcess primary = first.member();
-        progress("primary elected: " + primary.id() + " (term " + first.term() + ")");
+        progress("primary elected: " + first.member().id() + " (term " + first.term() + ")");
 
         long w0 = System.nanoTime();
-        List<String> acked = writeKeys(probe.channel(primary.address()));
+        List<String> writtenTo = new ArrayList<>();
+        List<String> acked = writeKeys(probe, first, writtenTo);
         progress(String.format(Locale.ROOT, "wrote %d keys to %s in batches of %d, each batch followed by WAIT(majority)"
-            + " on the same connection: %d acknowledged by a majority (%.0f ms)", keys, primary.id(), BATCH,
-            acked.size(), (System.nanoTime() - w0) / 1e6));
+            + " on the same connection: %d acknowledged by a majority (%.0f ms)", keys, String.join(", then ",
+            writtenTo), BATCH, acked.size(), (System.nanoTime() - w0) / 1e6));
         if (acked.isEmpty()) {
             out.println("(error) no write was acknowledged by a majority; nothing to check");
             return 1;
         }
         out.println();
-        ReplicaSetProbe.printTable(probe.status(targets), out);
+        ReplicaSetProbe.Status before = probe.status(targets);
+        ReplicaSetProbe.printTable(before, out);
         out.println();
 
+        // the primary now, which is not always the one elected first: a loaded machine may have re-elected meanwhile
+        Elected current = before.primary() != null ? new Elected(member(before.primary().id()),
+            before.primary().role().term()) : awaitPrimary(probe, members, 0, Duration.ofSeconds(30));
+        if (current == null) {
+            out.println("(error) no primary to kill: none was found within 30 s");
+            return 1;
+        }
+        MemberProcess primary = current.member();
         long oldPid = primary.pid();
         long killedAt = System.nanoTime();
         primary.kill();
-        progress("SIGKILL " + primary.id() + " (pid " + oldPid + "), the primary");
+        progress("SIGKILL " + primary.id() + " (pid " + oldPid + "), the primary (term " + current.term() + ")");
         probe.drop(primary.address());
         List<MemberProcess> survivors = members.stream().filter(m -> m != primary).toList();
-        Failover f = failover(probe, survivors, first.term(), killedAt);
+        Failover f = failover(probe, survivors, current.term(), killedAt);
         if (f == null) {
             out.println("(error) no new primary accepted a majority write within 30 s of the kill");
             return 1;
@@ -216,14 +225,26 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
         return null;
     }
 
+    private MemberProcess member(String id) {
+        return members.stream().filter(m -> m.id().equals(id)).findFirst().orElseThrow();
+    }
+
     /**
-     * SETs {@code demo:NNNNNN} in pipelined batches, each followed by WAIT(-1 = majority) on the same connection.
+     * SETs {@code demo:NNNNNN} in pipelined batches, each followed by WAIT(-1 = majority) on the same connection. A
+     * batch that fails (the primary stepped down, a majority did not answer in time) is written again to the primary
+     * found then, at most five times in all.
      *
-     * @return the keys whose SET succeeded in a batch whose WAIT succeeded: acknowledged by a majority
+     * @param writtenTo gets the id of every member written to, in order
+     * @return the keys whose SETs and WAIT succeeded in one attempt of their batch: acknowledged by a majority
      */
-    private List<String> writeKeys(PeerChannel c) {
+    private List<String> writeKeys(ReplicaSetProbe probe, Elected first, List<String> writtenTo)
+        throws InterruptedException {
         List<String> acked = new ArrayList<>();
-        for (int from = 0; from < keys; from += BATCH) {
+        MemberProcess writer = first.member();
+        writtenTo.add(writer.id());
+        int failures = 0;
+        for (int from = 0; from < keys; ) {
+            PeerChannel c = probe.channel(writer.address());
             List<String> batch = new ArrayList<>();
             List<CompletableFuture<Object>> sets = new ArrayList<>();
             for (int i = from; i < Math.min(keys, from + BATCH); i++) {
@@ -236,22 +257,40 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
             }
             CompletableFuture<Long> wait = c.call(ProtocolDescriptor.WAIT, w -> w.i32(-1).i64(CALL.toMillis()),
                 (st, r) -> r.i64("replicas"), CALL);
-            List<String> written = new ArrayList<>();
+            String failure = null;
             for (int i = 0; i < sets.size(); i++) {
                 try {
                     c.await(sets.get(i), CALL);
-                    written.add(batch.get(i));
                 } catch (RuntimeException e) {
-                    out.println("(error) SET " + batch.get(i) + ": " + ReplicaSetProbe.describe(e));
+                    failure = failure != null ? failure : "SET " + batch.get(i) + ": " + ReplicaSetProbe.describe(e);
                 }
             }
             try {
                 c.await(wait, CALL);
-                acked.addAll(written);
             } catch (RuntimeException e) {
-                out.println("(error) WAIT after keys " + batch.getFirst() + ".." + batch.getLast() + ": "
-                    + ReplicaSetProbe.describe(e) + "; those keys are not counted as acknowledged");
+                failure = failure != null ? failure : "WAIT: " + ReplicaSetProbe.describe(e);
+            }
+            if (failure == null) {
+                acked.addAll(batch);
+                from += BATCH;
+                continue;
+            }
+            if (++failures > 5) {
+                out.println("(error) keys " + batch.getFirst() + ".." + batch.getLast() + " failed five times; the last:"
+                    + " " + failure + "; stopping the writes");
                 break;
+            }
+            progress("keys " + batch.getFirst() + ".." + batch.getLast() + " not acknowledged (" + failure + "); asking"
+                + " the members for the primary and writing them again");
+            probe.drop(writer.address());
+            Elected e = awaitPrimary(probe, members, 0, Duration.ofSeconds(30));
+            if (e == null) {
+                out.println("(error) no primary within 30 s; stopping the writes");
+                break;
+            }
+            if (e.member() != writer) {
+                writer = e.member();
+                writtenTo.add(writer.id());
             }
         }
         return acked;
