@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The {@code rdmastore} launcher: {@code rdmastore <server|cli|doctor|check-log|demo|bench> [options]}.
+ * The {@code rdmastore} launcher: {@code rdmastore <server|cli|doctor|check-log|demo|replica-set|bench> [options]}.
  *
  * <p>Threads: {@link #main} runs a command on the calling thread; {@link #commandLine} builds a fresh, unshared command
  * tree for each call (tests use it with captured writers). Output goes to the command line's {@code getOut()} and
@@ -17,9 +17,10 @@ import picocli.CommandLine.Option;
 @Command(name = "rdmastore", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "rdmastore: a data store whose network paths run over RDMA, shared memory (UCX) or TCP.",
     subcommands = {ServerCommand.class, CliCommand.class, DoctorCommand.class, CheckLogCommand.class,
-        DemoCommand.class, BenchCommand.class, BlobFileCommand.Put.class, BlobFileCommand.Get.class,
-        CommandLine.HelpCommand.class},
-    footer = {"", "Run 'rdmastore <command> --help' for a command's options. Start with 'rdmastore demo'."})
+        DemoCommand.class, ReplicaSetCommand.class, BenchCommand.class, BlobFileCommand.Put.class,
+        BlobFileCommand.Get.class, CommandLine.HelpCommand.class},
+    footer = {"", "Run 'rdmastore <command> --help' for a command's options. Start with 'rdmastore demo', then"
+        + " 'rdmastore replica-set demo'."})
 public final class Main implements Runnable {
     /** System property of slf4j-simple's level; a value given with -D wins over the CLI's choice. */
     static final String LOG_LEVEL_PROPERTY = "org.slf4j.simpleLogger.defaultLogLevel";
@@ -85,7 +86,7 @@ public final class Main implements Runnable {
         cl.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
             // User errors never show a stack trace; programming errors do, so they can be reported.
             if (e instanceof UserException || e instanceof IllegalArgumentException) {
-                commandLine.getErr().println("rdmastore " + commandLine.getCommandName() + ": " + e.getMessage());
+                commandLine.getErr().println(commandLine.getCommandSpec().qualifiedName() + ": " + e.getMessage());
                 commandLine.getErr().flush();
                 return 1;
             }

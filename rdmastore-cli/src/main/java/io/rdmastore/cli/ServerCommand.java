@@ -2,6 +2,7 @@ package io.rdmastore.cli;
 
 import io.rdmastore.server.RdmaStoreServer;
 import io.rdmastore.server.ServerConfig;
+import io.rdmastore.server.replication.ReplicaSetConfig;
 import io.rdmastore.store.FsyncPolicy;
 import io.rdmastore.store.RecoveryReport;
 import io.rdmastore.transport.ucx.UcxTransport;
@@ -37,6 +38,10 @@ import picocli.CommandLine.Option;
 final class ServerCommand implements Callable<Integer> {
     /** Environment variable holding the password, so it stays out of {@code ps} output. */
     static final String PASSWORD_ENV = "RDMASTORE_PASSWORD";
+    /** Environment variable holding the replica-set key, so it stays out of {@code ps} output too. */
+    static final String REPLICA_SET_KEY_ENV = "RDMASTORE_REPLICA_SET_KEY";
+    /** The banner's line that says the server serves; {@code replica-set demo} waits for it in a member's output. */
+    static final String LISTENING = "  listening   ";
     private static final String UCX_TLS_PROPERTY = "rdmastore.ucx.tls";
 
     @picocli.CommandLine.Spec
@@ -94,6 +99,20 @@ final class ServerCommand implements Callable<Integer> {
     @Option(names = "--resp", paramLabel = "BOOL", description = "Serve RESP (Redis clients) on the same port"
         + " (default true).")
     String resp;
+    @Option(names = "--replica-set", paramLabel = "NAME", description = "Run as a member of this replica set (letters,"
+        + " digits, _ . -); needs --node-id and --members. Writes go to the elected primary; the others replicate.")
+    String replicaSetName;
+    @Option(names = "--node-id", paramLabel = "ID", description = "This member's id; one of the ids in --members.")
+    String nodeId;
+    @Option(names = "--members", paramLabel = "LIST", description = "Every member, this one included, with its client"
+        + " address: ID=HOST:PORT,ID=HOST:PORT,... (the same list on every member).")
+    String members;
+    @Option(names = "--replica-set-key", paramLabel = "KEY", description = "Secret the members present to each other"
+        + " (or set the environment variable " + REPLICA_SET_KEY_ENV + "); default none, allowed on loopback only.")
+    String replicaSetKey;
+    @Option(names = "--raft-port", paramLabel = "N", description = "Port of this member's election protocol (Ratis);"
+        + " default its client port + " + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET + ", on every member.")
+    String raftPort;
     @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "Properties file with the same keys;"
         + " command-line options win.")
     Path config;
@@ -102,7 +121,8 @@ final class ServerCommand implements Callable<Integer> {
     static final List<String> KEYS = List.of("port", "bind", "data-dir", "fsync", "transport", "password", "ucx-tls",
         "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "blob-threshold", "max-blob-bytes",
         "max-document-bytes",
-        "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp");
+        "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp", "replica-set",
+        "node-id", "members", "replica-set-key", "raft-port");
 
     @Override
     public Integer call() throws IOException {
@@ -128,9 +148,10 @@ final class ServerCommand implements Callable<Integer> {
         try {
             server.awaitClose();
         } catch (InterruptedException e) {
-            // An interrupt is a stop request from an embedding program or a test, like SIGTERM for a process.
-            Thread.currentThread().interrupt();
+            // An interrupt is a stop request from an embedding program or a test, like SIGTERM for a process. The
+            // server closes before the flag is restored: Ratis's shutdown waits, and a set flag would cut its wait short.
             server.close();
+            Thread.currentThread().interrupt();
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException alreadyShuttingDown) {
@@ -155,7 +176,7 @@ final class ServerCommand implements Callable<Integer> {
         }
         RecoveryReport rr = server.store().recoveryReport();
         out.println("rdmastore " + RdmaStoreServer.VERSION + " server");
-        out.println("  listening   " + cfg.bind() + ":" + server.port() + " (native protocol"
+        out.println(LISTENING + cfg.bind() + ":" + server.port() + " (native protocol"
             + (cfg.resp() ? " and RESP" : "") + ")");
         out.println("  transports  tcp: always (control channel and fallback)");
         out.println("              ucx: " + ucx);
@@ -166,6 +187,17 @@ final class ServerCommand implements Callable<Integer> {
         out.println("  password    " + (cfg.password() != null ? "required" : "not set"
             + (cfg.bind().startsWith("127.") ? "" : " -- WARNING: anyone who can reach " + cfg.bind()
             + " can read and write")));
+        ReplicaSetConfig rs = cfg.replicaSet();
+        if (rs != null) {
+            StringBuilder list = new StringBuilder();
+            rs.members().forEach((id, a) -> list.append(list.isEmpty() ? "" : ",").append(id).append('=')
+                .append(a.getHostString()).append(':').append(a.getPort()));
+            out.println("  replica set " + rs.setName() + ": this server is member " + rs.nodeId() + " of " + list
+                + " (" + rs.members().size() + " members)");
+            out.println("              elections on port " + rs.raftPort(rs.nodeId()) + "; member key "
+                + (rs.keySet() ? "set" : "not set (loopback only)") + "; writes go to the elected primary, see"
+                + " 'rdmastore replica-set status --port " + server.port() + "'");
+        }
         out.println("  stop with Ctrl-C or SIGTERM (graceful: log flushed)");
         out.flush();
     }
@@ -180,13 +212,18 @@ final class ServerCommand implements Callable<Integer> {
         if (envPassword != null && !envPassword.isEmpty()) {
             s.put("password", envPassword);
         }
+        String envKey = System.getenv(REPLICA_SET_KEY_ENV);
+        if (envKey != null && !envKey.isEmpty()) {
+            s.put("replica-set-key", envKey);
+        }
         String[][] cli = {{"port", port}, {"bind", bind}, {"data-dir", dataDir}, {"fsync", fsync},
             {"transport", transport}, {"password", password}, {"ucx-tls", ucxTls}, {"idle-strategy", idleStrategy},
             {"max-connections", maxConnections}, {"max-key-bytes", maxKeyBytes}, {"max-value-bytes", maxValueBytes},
             {"blob-threshold", blobThreshold}, {"max-blob-bytes", maxBlobBytes},
             {"max-document-bytes", maxDocumentBytes}, {"max-request-bytes", maxRequestBytes},
             {"max-pending-reply-bytes", maxPendingReplyBytes}, {"snapshot-log-bytes", snapshotLogBytes},
-            {"handshake-timeout", handshakeTimeout}, {"resp", resp}};
+            {"handshake-timeout", handshakeTimeout}, {"resp", resp}, {"replica-set", replicaSetName},
+            {"node-id", nodeId}, {"members", members}, {"replica-set-key", replicaSetKey}, {"raft-port", raftPort}};
         for (String[] kv : cli) {
             if (kv[1] != null) {
                 s.put(kv[0], kv[1]);
@@ -221,6 +258,12 @@ final class ServerCommand implements Callable<Integer> {
 
     static ServerConfig toConfig(Map<String, String> s) {
         ServerConfig c = new ServerConfig();
+        ReplicaSetConfig rs = replicaSetConfig(s);
+        if (rs != null) {
+            c.replicaSet(rs);
+            // a member listens where the list says it does unless --port says the same thing
+            c.port(rs.members().get(rs.nodeId()).getPort());
+        }
         s.forEach((k, v) -> {
             switch (k) {
                 case "port" -> c.port((int) Values.number(k, v, 0, 65535));
@@ -242,6 +285,9 @@ final class ServerCommand implements Callable<Integer> {
                 case "snapshot-log-bytes" -> c.snapshotLogBytes(Values.size(k, v, 0, Long.MAX_VALUE));
                 case "handshake-timeout" -> c.handshakeTimeout(Values.duration(k, v));
                 case "resp" -> c.resp(Values.bool(k, v));
+                case "replica-set", "node-id", "members", "replica-set-key", "raft-port" -> {
+                    // read by replicaSetConfig
+                }
                 default -> throw new UserException("unknown setting " + k);
             }
         });
@@ -249,6 +295,54 @@ final class ServerCommand implements Callable<Integer> {
             return c.conclude();
         } catch (IllegalArgumentException | NullPointerException e) {
             throw new UserException("bad setting: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The replica-set membership the settings describe, or null for a standalone server.
+     *
+     * @throws UserException naming what is wrong: a member option without {@code --replica-set}, a missing option, a
+     *     malformed member list (the reason {@link ReplicaSetConfig} gives), an id not among the members
+     */
+    static ReplicaSetConfig replicaSetConfig(Map<String, String> s) {
+        String name = s.get("replica-set");
+        if (name == null) {
+            for (String k : List.of("node-id", "members", "replica-set-key", "raft-port")) {
+                if (s.containsKey(k)) {
+                    throw new UserException("--" + k + " needs --replica-set NAME (it only applies to a member of a"
+                        + " replica set)");
+                }
+            }
+            return null;
+        }
+        if (s.get("node-id") == null) {
+            throw new UserException("--replica-set needs --node-id ID: which of the members this server is");
+        }
+        if (s.get("members") == null) {
+            throw new UserException("--replica-set needs --members ID=HOST:PORT,... (every member, this one included)");
+        }
+        try {
+            ReplicaSetConfig rs = new ReplicaSetConfig().setName(name).nodeId(s.get("node-id"))
+                .members(s.get("members"));
+            if (rs.members().isEmpty()) {
+                throw new IllegalArgumentException("--members lists no member; give ID=HOST:PORT,...");
+            }
+            String key = s.get("replica-set-key");
+            if (key != null) {
+                rs.key(key);
+            }
+            if (s.get("raft-port") != null) {
+                rs.raftPort(rs.nodeId(), (int) Values.number("raft-port", s.get("raft-port"), 1, 65535));
+            }
+            rs.conclude();
+            String self = rs.members().get(rs.nodeId()).getPort() + "";
+            if (s.get("port") != null && !s.get("port").equals(self)) {
+                throw new IllegalArgumentException("--port " + s.get("port") + " differs from this member's port in"
+                    + " --members (" + rs.nodeId() + "=..:" + self + "); the other members would look for it there");
+            }
+            return rs;
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw new UserException("bad replica set settings: " + e.getMessage(), e);
         }
     }
 

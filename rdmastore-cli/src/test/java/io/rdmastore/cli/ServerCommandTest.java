@@ -88,4 +88,66 @@ class ServerCommandTest {
         Run missing = Run.of("server", "--config", dir.resolve("absent.properties").toString());
         assertTrue(missing.err().contains("does not exist or cannot be read"), missing::toString);
     }
+
+    @Test
+    void replicaSetOptionsAreCheckedBeforeAnythingStarts() {
+        String data = dir.toString();
+        String[][] cases = {
+            {"member 'n2=127.0.0.1' is not id=host:port", "--replica-set", "rs0", "--node-id", "n1", "--members",
+                "n1=127.0.0.1:7001,n2=127.0.0.1"},
+            {"member 'n2=127.0.0.1:99999' has a bad port", "--replica-set", "rs0", "--node-id", "n1", "--members",
+                "n1=127.0.0.1:7001,n2=127.0.0.1:99999"},
+            {"member id 'n1' appears twice", "--replica-set", "rs0", "--node-id", "n1", "--members",
+                "n1=127.0.0.1:7001,n1=127.0.0.1:7002"},
+            {"node id 'n9' is not among the members [n1, n2]", "--replica-set", "rs0", "--node-id", "n9", "--members",
+                "n1=127.0.0.1:7001,n2=127.0.0.1:7002"},
+            {"replica set name must be 1..64 letters", "--replica-set", "rs 0!", "--node-id", "n1", "--members",
+                "n1=127.0.0.1:7001"},
+            {"--replica-set needs --node-id ID", "--replica-set", "rs0", "--members", "n1=127.0.0.1:7001"},
+            {"--replica-set needs --members", "--replica-set", "rs0", "--node-id", "n1"},
+            {"--members lists no member", "--replica-set", "rs0", "--node-id", "n1", "--members", ","},
+            {"--node-id needs --replica-set NAME", "--node-id", "n1"},
+            {"--members needs --replica-set NAME", "--members", "n1=127.0.0.1:7001"},
+            {"--port 7002 differs from this member's port in --members", "--replica-set", "rs0", "--node-id", "n1",
+                "--members", "n1=127.0.0.1:7001", "--port", "7002"},
+            {"raft-port", "--replica-set", "rs0", "--node-id", "n1", "--members", "n1=127.0.0.1:7001", "--raft-port",
+                "0"},
+        };
+        for (String[] c : cases) {
+            String[] args = new String[c.length + 2];
+            args[0] = "server";
+            System.arraycopy(c, 1, args, 1, c.length - 1);
+            args[c.length] = "--data-dir";
+            args[c.length + 1] = data;
+            Run r = Run.of(args);
+            assertEquals(1, r.exitCode(), r::toString);
+            assertTrue(r.err().startsWith("rdmastore server: "), r::toString);
+            assertTrue(r.err().contains(c[0]), "expected '" + c[0] + "': " + r);
+            assertFalse(r.err().contains("\tat "), "no stack trace: " + r);
+            assertFalse(r.out().contains("listening"), "nothing started: " + r);
+        }
+    }
+
+    @Test
+    void replicaSetSettingsComeFromTheCommandLineOrAConfigFile() {
+        var cfg = ServerCommand.toConfig(java.util.Map.of("replica-set", "rs0", "node-id", "n2", "members",
+            "n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003", "replica-set-key", "k3y", "raft-port", "9002",
+            "data-dir", dir.toString()));
+        assertEquals("rs0", cfg.replicaSet().setName());
+        assertEquals("n2", cfg.replicaSet().nodeId());
+        assertEquals(3, cfg.replicaSet().members().size());
+        assertEquals(7002, cfg.port(), "a member listens on its port in --members");
+        assertEquals(9002, cfg.replicaSet().raftPort("n2"));
+        assertEquals(17001, cfg.replicaSet().raftPort("n1"), "the others' election ports default to port + 10000");
+        assertTrue(cfg.replicaSet().keySet());
+        assertEquals(null, ServerCommand.toConfig(java.util.Map.of("data-dir", dir.toString())).replicaSet());
+        assertTrue(ServerCommand.KEYS.containsAll(java.util.List.of("replica-set", "node-id", "members",
+            "replica-set-key", "raft-port")));
+
+        Run help = Run.of("server", "--help");
+        for (String option : new String[] {"--replica-set=NAME", "--node-id=ID", "--members=LIST",
+            "--replica-set-key=KEY", "--raft-port=N", ServerCommand.REPLICA_SET_KEY_ENV}) {
+            assertTrue(help.out().contains(option), option + " missing: " + help);
+        }
+    }
 }
