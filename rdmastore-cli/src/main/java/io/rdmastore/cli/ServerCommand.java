@@ -113,6 +113,9 @@ final class ServerCommand implements Callable<Integer> {
     @Option(names = "--raft-port", paramLabel = "N", description = "Port of this member's election protocol (Ratis);"
         + " default its client port + " + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET + ", on every member.")
     String raftPort;
+    @Option(names = "--join", description = "A new member of a running set: wait until a member adds it with"
+        + " 'rdmastore replica-set add' (--members then lists this member and the running ones).")
+    boolean join;
     @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "Properties file with the same keys;"
         + " command-line options win.")
     Path config;
@@ -122,7 +125,7 @@ final class ServerCommand implements Callable<Integer> {
         "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "blob-threshold", "max-blob-bytes",
         "max-document-bytes",
         "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp", "replica-set",
-        "node-id", "members", "replica-set-key", "raft-port");
+        "node-id", "members", "replica-set-key", "raft-port", "join");
 
     @Override
     public Integer call() throws IOException {
@@ -223,7 +226,8 @@ final class ServerCommand implements Callable<Integer> {
             {"max-document-bytes", maxDocumentBytes}, {"max-request-bytes", maxRequestBytes},
             {"max-pending-reply-bytes", maxPendingReplyBytes}, {"snapshot-log-bytes", snapshotLogBytes},
             {"handshake-timeout", handshakeTimeout}, {"resp", resp}, {"replica-set", replicaSetName},
-            {"node-id", nodeId}, {"members", members}, {"replica-set-key", replicaSetKey}, {"raft-port", raftPort}};
+            {"node-id", nodeId}, {"members", members}, {"replica-set-key", replicaSetKey}, {"raft-port", raftPort},
+            {"join", join ? "true" : null}};
         for (String[] kv : cli) {
             if (kv[1] != null) {
                 s.put(kv[0], kv[1]);
@@ -285,7 +289,7 @@ final class ServerCommand implements Callable<Integer> {
                 case "snapshot-log-bytes" -> c.snapshotLogBytes(Values.size(k, v, 0, Long.MAX_VALUE));
                 case "handshake-timeout" -> c.handshakeTimeout(Values.duration(k, v));
                 case "resp" -> c.resp(Values.bool(k, v));
-                case "replica-set", "node-id", "members", "replica-set-key", "raft-port" -> {
+                case "replica-set", "node-id", "members", "replica-set-key", "raft-port", "join" -> {
                     // read by replicaSetConfig
                 }
                 default -> throw new UserException("unknown setting " + k);
@@ -307,7 +311,7 @@ final class ServerCommand implements Callable<Integer> {
     static ReplicaSetConfig replicaSetConfig(Map<String, String> s) {
         String name = s.get("replica-set");
         if (name == null) {
-            for (String k : List.of("node-id", "members", "replica-set-key", "raft-port")) {
+            for (String k : List.of("node-id", "members", "replica-set-key", "raft-port", "join")) {
                 if (s.containsKey(k)) {
                     throw new UserException("--" + k + " needs --replica-set NAME (it only applies to a member of a"
                         + " replica set)");
@@ -334,6 +338,7 @@ final class ServerCommand implements Callable<Integer> {
             if (s.get("raft-port") != null) {
                 rs.raftPort(rs.nodeId(), (int) Values.number("raft-port", s.get("raft-port"), 1, 65535));
             }
+            rs.join(Boolean.parseBoolean(s.getOrDefault("join", "false")));
             rs.conclude();
             String self = rs.members().get(rs.nodeId()).getPort() + "";
             if (s.get("port") != null && !s.get("port").equals(self)) {
