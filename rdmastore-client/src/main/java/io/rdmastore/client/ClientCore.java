@@ -466,7 +466,11 @@ final class ClientCore implements AutoCloseable {
         } else if (idle < SPIN_ROUNDS + YIELD_ROUNDS) {
             Thread.yield();
         } else {
-            LockSupport.parkNanos(50_000);
+            // A reply that takes this long is not a fast one: park longer as the wait grows (50 us for ~5 ms, then
+            // 200 us, then 1 ms), so a long wait (a replica's long poll) costs a few hundred wake-ups a second, not
+            // twenty thousand.
+            int parked = idle - SPIN_ROUNDS - YIELD_ROUNDS;
+            LockSupport.parkNanos(parked < 100 ? 50_000 : parked < 200 ? 200_000 : 1_000_000);
         }
         return idle + 1;
     }
