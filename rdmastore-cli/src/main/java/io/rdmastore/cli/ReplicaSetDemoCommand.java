@@ -44,6 +44,8 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
     static final String SET_NAME = "demo";
     private static final int BATCH = 100;
     private static final Duration CALL = Duration.ofSeconds(5);
+    /** A JVM starts in a few seconds; on a machine busy with builds it can take a minute or more. */
+    private static final Duration MEMBER_START = Duration.ofSeconds(90);
 
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
@@ -120,7 +122,7 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
             m.launch();
         }
         for (MemberProcess m : members) {
-            m.awaitReady(remaining(Duration.ofSeconds(60)));
+            m.awaitReady(remaining(MEMBER_START));
             progress(m.id() + " serves on " + m.address() + " (pid " + m.pid() + ", elections on port "
                 + (m.port() + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET) + ")");
         }
@@ -186,7 +188,7 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
         out.flush();
 
         primary.launch();
-        primary.awaitReady(remaining(Duration.ofSeconds(60)));
+        primary.awaitReady(remaining(MEMBER_START));
         long r0 = System.nanoTime();
         progress("restarted " + primary.id() + " on its data directory (pid " + primary.pid() + ")");
         String rejoin = awaitRejoin(probe, primary, f.primary(), Duration.ofSeconds(30));
