@@ -1314,7 +1314,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 long lagMs = (now - p.lastContactNanos) / 1_000_000;
                 m.put("slave" + i++, "id=" + p.id + ",ip=" + (a == null ? "?" : a.getHostString()) + ",port="
                     + (a == null ? 0 : a.getPort()) + ",state=" + (lagMs < 2000 ? "online" : "lost") + ",offset="
-                    + p.ackIndex + ",lag=" + (lagMs / 1000) + ",lag_records=" + Math.max(0, pos[1] - p.ackIndex)
+                    + p.ackIndex + ",lag=" + (lagMs / 1000) + ",lag_ms=" + lagMs + ",lag_records=" + Math.max(0, pos[1] - p.ackIndex)
                     + ",transport=" + p.transport);
                 m.put("slave" + (i - 1) + "_transport_reason", p.transportReason);
             }
