@@ -9,7 +9,7 @@ import java.util.Objects;
 /**
  * How a client connects: host, port, transport ({@code auto|tcp|ucx}), password and the default time-out of each call
  * (also the connect time-out). Built by {@link RdmaStoreClient.Builder} or parsed from a URI
- * {@code rdmastore://host:7379?transport=auto&password=secret&timeout=5s}. Immutable; validated when built.
+ * {@code rdmastore://host:7379?transport=auto&password=secret&timeout=5s&tlsTrust=/path/ca.pem}. Immutable; validated when built.
  *
  * @param host server host name or address
  * @param port server port
@@ -17,12 +17,20 @@ import java.util.Objects;
  *     connecting fails when it cannot be used)
  * @param password the server's password, or null
  * @param timeout default time-out of each call, and of connecting
+ * @param tls connect with TLS (the server must serve it); the password then never crosses the network in clear
+ * @param tlsTrust PEM file of the certificates to trust, or null for the JVM's trust store (only with {@code tls})
  */
-public record ClientConfig(String host, int port, String transport, String password, Duration timeout) {
+public record ClientConfig(String host, int port, String transport, String password, Duration timeout, boolean tls,
+                           String tlsTrust) {
     /** The server's default port. */
     public static final int DEFAULT_PORT = 7379;
     /** The default time-out of a call. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
+
+    /** Without TLS. */
+    public ClientConfig(String host, int port, String transport, String password, Duration timeout) {
+        this(host, port, transport, password, timeout, false, null);
+    }
 
     public ClientConfig {
         Objects.requireNonNull(host, "host");
@@ -68,6 +76,8 @@ public record ClientConfig(String host, int port, String transport, String passw
         String transport = "auto";
         String password = null;
         Duration timeout = DEFAULT_TIMEOUT;
+        boolean tls = false;
+        String tlsTrust = null;
         String query = u.getRawQuery();
         if (query != null && !query.isEmpty()) {
             for (String pair : query.split("&")) {
@@ -81,13 +91,18 @@ public record ClientConfig(String host, int port, String transport, String passw
                     case "transport" -> transport = value;
                     case "password" -> password = value;
                     case "timeout" -> timeout = parseDuration(value);
+                    case "tls" -> tls = Boolean.parseBoolean(value);
+                    case "tlsTrust" -> {
+                        tls = true;
+                        tlsTrust = value;
+                    }
                     default -> throw new IllegalArgumentException("unknown URI parameter '" + key
-                        + "' (known: transport, password, timeout)");
+                        + "' (known: transport, password, timeout, tls, tlsTrust)");
                 }
             }
         }
         return new ClientConfig(u.getHost(), u.getPort() < 0 ? DEFAULT_PORT : u.getPort(), transport, password,
-            timeout);
+            timeout, tls, tlsTrust);
     }
 
     /** {@code 250ms}, {@code 5s}, {@code 2m}, or a plain number of milliseconds. */
@@ -111,6 +126,7 @@ public record ClientConfig(String host, int port, String transport, String passw
     @Override
     public String toString() {
         return "rdmastore://" + host + ":" + port + "?transport=" + transport + (password != null ? "&password=***"
-            : "") + "&timeout=" + timeout.toMillis() + "ms";
+            : "") + "&timeout=" + timeout.toMillis() + "ms" + (tls ? "&tls=true" : "")
+            + (tlsTrust != null ? "&tlsTrust=" + tlsTrust : "");
     }
 }

@@ -83,7 +83,7 @@ final class ClientCore implements AutoCloseable {
 
     ClientCore(ClientConfig config) {
         this.config = config;
-        CarrierTransport carrier = SharedCarrier.acquire();
+        CarrierTransport carrier = config.tls() ? tlsCarrier(config) : SharedCarrier.acquire();
         Network.Context ctx = new Network.Context().carrier(carrier);
         String why = null;
         if (!config.transport().equals("tcp")) {
@@ -120,6 +120,26 @@ final class ClientCore implements AutoCloseable {
         this.ucxUnavailable = why;
         this.network = new Network(ctx);
         this.transports = network.transports();
+    }
+
+    /** A carrier of this client's own (the shared one speaks plain TCP) that connects with TLS. */
+    private static CarrierTransport tlsCarrier(ClientConfig config) {
+        java.util.Properties p = new java.util.Properties();
+        p.setProperty("tls", "true");
+        if (config.tlsTrust() != null) {
+            p.setProperty("tlsTrust", config.tlsTrust());
+        }
+        Transport t;
+        try {
+            t = Transports.load(Transports.TCP, p);
+        } catch (TransportException e) {
+            throw new RdmaStoreConnectionException("cannot set up TLS: " + e.getMessage(), e);
+        }
+        if (!(t instanceof CarrierTransport c)) {
+            t.close();
+            throw new RdmaStoreException(Transports.TCP + " is not a carrier transport");
+        }
+        return c;
     }
 
     // ---- sessions ----

@@ -80,6 +80,8 @@ public final class RdmaStoreClient implements AutoCloseable {
         private String transport = "auto";
         private String password;
         private Duration timeout = ClientConfig.DEFAULT_TIMEOUT;
+        private boolean tls;
+        private String tlsTrust;
 
         /** Starts from a URI's settings. */
         public Builder uri(String uri) {
@@ -89,6 +91,18 @@ public final class RdmaStoreClient implements AutoCloseable {
             transport = c.transport();
             password = c.password();
             timeout = c.timeout();
+            tls = c.tls();
+            tlsTrust = c.tlsTrust();
+            return this;
+        }
+
+        /**
+         * Connects with TLS, trusting the certificates in the PEM file {@code trustedCertificates} (null: the JVM's
+         * trust store). The server must serve TLS. Default off.
+         */
+        public Builder tls(java.nio.file.Path trustedCertificates) {
+            tls = true;
+            tlsTrust = trustedCertificates == null ? null : trustedCertificates.toString();
             return this;
         }
 
@@ -120,7 +134,7 @@ public final class RdmaStoreClient implements AutoCloseable {
         }
 
         public ClientConfig build() {
-            return new ClientConfig(host, port, transport, password, timeout);
+            return new ClientConfig(host, port, transport, password, timeout, tls, tlsTrust);
         }
 
         public RdmaStoreClient connect() {

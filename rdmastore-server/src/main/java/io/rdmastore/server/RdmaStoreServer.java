@@ -133,6 +133,9 @@ public final class RdmaStoreServer implements AutoCloseable {
         long frameLimit = Math.max(tcpCtx.maxMessageLength(), Math.max(config.maxRequestBytes() + (1 << 20),
             config.maxValueBytes() + (64 << 10)));
         tcpCtx.maxMessageLength((int) Math.min(Integer.MAX_VALUE - (1 << 20), frameLimit));
+        if (config.tlsCertificate() != null) {
+            tcpCtx.tlsServer(config.tlsCertificate(), config.tlsKey());
+        }
         if (config.resp()) {
             resp = new RespFace(store, new RespFace.Context()
                 .password(config.password())
@@ -524,7 +527,7 @@ public final class RdmaStoreServer implements AutoCloseable {
     /**
      * Runs a server until SIGTERM/SIGINT, which close it gracefully. Options: {@code --bind ADDR --port N --dir PATH
      * --fsync always|everysec|no --transport auto|tcp|ucx --password PW --maxclients N --ucx-idle
-     * backoff|spin|yield --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
+     * backoff|spin|yield --tls-cert PEM --tls-key PEM --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
      */
     public static void main(String[] args) throws InterruptedException {
         ServerConfig config;
@@ -534,7 +537,7 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("rdmastore: " + e.getMessage());
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
-                + " [--ucx-idle backoff|spin|yield] [--no-resp] [--timing]");
+                + " [--ucx-idle backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing]");
             System.exit(2);
             return;
         }
@@ -577,6 +580,8 @@ public final class RdmaStoreServer implements AutoCloseable {
                     case "--transport" -> c.transport(v);
                     case "--password" -> c.password(v);
                     case "--maxclients" -> c.maxConnections(Integer.parseInt(v));
+                    case "--tls-cert" -> c.tls(Path.of(v), c.tlsKey());
+                    case "--tls-key" -> c.tls(c.tlsCertificate(), Path.of(v));
                     case "--ucx-idle" -> c.ucxIdleStrategy(v);
                     default -> throw new IllegalArgumentException("unknown option " + a);
                 }
