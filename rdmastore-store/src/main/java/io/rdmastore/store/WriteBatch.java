@@ -11,7 +11,10 @@ package io.rdmastore.store;
  * <p>Threads: the state is per thread; begin, flush and end must be called on the thread that runs the commands.
  */
 public final class WriteBatch {
-    private static final ThreadLocal<WriteBatch> CURRENT = new ThreadLocal<>();
+    /** One per thread, reused: opening a batch allocates nothing. */
+    private static final ThreadLocal<WriteBatch> CURRENT = ThreadLocal.withInitial(WriteBatch::new);
+
+    private boolean open;
 
     private LogWriter log;
     private long ticket;
@@ -23,15 +26,13 @@ public final class WriteBatch {
 
     /** Opens a batch on this thread (idempotent while one is open). */
     public static void begin() {
-        if (CURRENT.get() == null) {
-            CURRENT.set(new WriteBatch());
-        }
+        CURRENT.get().open = true;
     }
 
     /** Hands to the OS what the batch's writes so far owe; the batch stays open. Call before a reply leaves. */
     public static void flush() {
         WriteBatch b = CURRENT.get();
-        if (b != null) {
+        if (b.open) {
             b.writeOut();
         }
     }
@@ -39,8 +40,8 @@ public final class WriteBatch {
     /** Flushes and closes the batch of this thread; nothing when none is open. */
     public static void end() {
         WriteBatch b = CURRENT.get();
-        if (b != null) {
-            CURRENT.remove();
+        if (b.open) {
+            b.open = false;
             b.writeOut();
         }
     }
@@ -48,7 +49,7 @@ public final class WriteBatch {
     /** Store side: records {@code ticket} of {@code writer} in this thread's batch; false when no batch is open. */
     static boolean defer(LogWriter writer, long ticket) {
         WriteBatch b = CURRENT.get();
-        if (b == null) {
+        if (!b.open) {
             return false;
         }
         if (b.log == null || b.log == writer) {
