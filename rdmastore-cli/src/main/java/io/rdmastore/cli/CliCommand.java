@@ -102,7 +102,7 @@ final class CliCommand implements Callable<Integer> {
                 ClientConfig u = ClientConfig.parse(uri);
                 return new ClientConfig(u.host(), u.port(), u.transport(),
                     u.password() != null ? u.password() : server.password(), u.timeout(), u.seeds(), u.replicaSet(),
-                    u.writeConcern(), u.readPreference(), u.readConcern());
+                    u.writeConcern(), u.readPreference(), u.readConcern(), u.tls(), u.tlsTrust());
             }
             return server.config(Values.duration("--timeout", timeout));
         } catch (IllegalArgumentException e) {

@@ -64,8 +64,13 @@ final class ServerCommand implements Callable<Integer> {
     @Option(names = "--password", paramLabel = "PW", description = "Password clients must give (default none; or set"
         + " the environment variable " + PASSWORD_ENV + ").")
     String password;
+    @Option(names = "--tls-cert", paramLabel = "PEM", description = "Serve TLS on the port (native and RESP): the"
+        + " certificate chain, PEM; with --tls-key. Clients must then connect with TLS.")
+    String tlsCert;
+    @Option(names = "--tls-key", paramLabel = "PEM", description = "The TLS private key (PKCS#8 PEM) of --tls-cert.")
+    String tlsKey;
     @Option(names = "--ucx-tls", paramLabel = "LIST", description = "UCX transports to use, like UCX_TLS (e.g."
-        + " posix,cma,self or rc,self); default: UCX's choice.")
+        + " posix,cma,self or rc,self); default: all but UCX's tcp wire, which checks no remote keys.")
     String ucxTls;
     @Option(names = "--idle-strategy", paramLabel = "S", description = "Idle strategy of the UCX thread: backoff"
         + " (default: an idle server does not burn a core) | spin | yield.")
@@ -121,8 +126,8 @@ final class ServerCommand implements Callable<Integer> {
     Path config;
 
     /** The keys a config file may hold, in --help order: each is a long option name without dashes. */
-    static final List<String> KEYS = List.of("port", "bind", "data-dir", "fsync", "transport", "password", "ucx-tls",
-        "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "blob-threshold", "max-blob-bytes",
+    static final List<String> KEYS = List.of("port", "bind", "data-dir", "fsync", "transport", "password", "tls-cert",
+        "tls-key", "ucx-tls", "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "blob-threshold", "max-blob-bytes",
         "max-document-bytes",
         "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp", "replica-set",
         "node-id", "members", "replica-set-key", "raft-port", "join");
@@ -220,7 +225,8 @@ final class ServerCommand implements Callable<Integer> {
             s.put("replica-set-key", envKey);
         }
         String[][] cli = {{"port", port}, {"bind", bind}, {"data-dir", dataDir}, {"fsync", fsync},
-            {"transport", transport}, {"password", password}, {"ucx-tls", ucxTls}, {"idle-strategy", idleStrategy},
+            {"transport", transport}, {"password", password}, {"tls-cert", tlsCert},
+            {"tls-key", tlsKey}, {"ucx-tls", ucxTls}, {"idle-strategy", idleStrategy},
             {"max-connections", maxConnections}, {"max-key-bytes", maxKeyBytes}, {"max-value-bytes", maxValueBytes},
             {"blob-threshold", blobThreshold}, {"max-blob-bytes", maxBlobBytes},
             {"max-document-bytes", maxDocumentBytes}, {"max-request-bytes", maxRequestBytes},
@@ -292,6 +298,8 @@ final class ServerCommand implements Callable<Integer> {
                 case "replica-set", "node-id", "members", "replica-set-key", "raft-port", "join" -> {
                     // read by replicaSetConfig
                 }
+                case "tls-cert" -> c.tls(Path.of(v), c.tlsKey());
+                case "tls-key" -> c.tls(c.tlsCertificate(), Path.of(v));
                 default -> throw new UserException("unknown setting " + k);
             }
         });

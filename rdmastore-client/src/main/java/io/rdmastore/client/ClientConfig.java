@@ -10,9 +10,9 @@ import java.util.Objects;
 
 /**
  * How a client connects: the server (or the seeds of a replica set), transport ({@code auto|tcp|ucx}), password, the
- * default time-out of each call (also the connect time-out), and for a replica set its name, write concern, read
- * preference and read concern. Built by {@link RdmaStoreClient.Builder} or parsed from a URI
- * {@code rdmastore://h1:7379,h2:7380?replicaSet=rs0&w=majority&transport=auto&password=secret&timeout=5s}.
+ * default time-out of each call (also the connect time-out), for a replica set its name, write concern, read
+ * preference and read concern, and TLS. Built by {@link RdmaStoreClient.Builder} or parsed from a URI
+ * {@code rdmastore://h1:7379,h2:7380?replicaSet=rs0&w=majority&transport=auto&password=secret&timeout=5s&tlsTrust=/ca.pem}.
  * Immutable; validated when built.
  *
  * <p>A single host without {@code replicaSet} connects to that host as it is (no discovery, nothing sent beyond the
@@ -30,10 +30,12 @@ import java.util.Objects;
  * @param writeConcern the default write concern; null means {@link WriteConcern#W1}
  * @param readPreference which member serves reads; null means {@link ReadPreference#PRIMARY}
  * @param readConcern null means {@link ReadConcern#LOCAL}
+ * @param tls connect with TLS (the server must serve it); the password then never crosses the network in clear
+ * @param tlsTrust PEM file of the certificates to trust, or null for the JVM's trust store (only with {@code tls})
  */
 public record ClientConfig(String host, int port, String transport, String password, Duration timeout,
                            List<InetSocketAddress> seeds, String replicaSet, WriteConcern writeConcern,
-                           ReadPreference readPreference, ReadConcern readConcern) {
+                           ReadPreference readPreference, ReadConcern readConcern, boolean tls, String tlsTrust) {
     /** The server's default port. */
     public static final int DEFAULT_PORT = 7379;
     /** The default time-out of a call. */
@@ -83,7 +85,7 @@ public record ClientConfig(String host, int port, String transport, String passw
 
     /** A single-host configuration, as before replica sets. */
     public ClientConfig(String host, int port, String transport, String password, Duration timeout) {
-        this(host, port, transport, password, timeout, null, null, null, null, null);
+        this(host, port, transport, password, timeout, null, null, null, null, null, false, null);
     }
 
     private static void checkPort(int port) {
@@ -183,6 +185,8 @@ public record ClientConfig(String host, int port, String transport, String passw
         Duration wtimeout = null;
         ReadPreference readPreference = ReadPreference.PRIMARY;
         ReadConcern readConcern = ReadConcern.LOCAL;
+        boolean tls = false;
+        String tlsTrust = null;
         if (query != null && !query.isEmpty()) {
             for (String pair : query.split("&")) {
                 int eq = pair.indexOf('=');
@@ -200,9 +204,14 @@ public record ClientConfig(String host, int port, String transport, String passw
                     case "wtimeout" -> wtimeout = parseDuration(value);
                     case "readPreference" -> readPreference = ReadPreference.parse(value);
                     case "readConcern" -> readConcern = ReadConcern.parse(value);
+                    case "tls" -> tls = Boolean.parseBoolean(value);
+                    case "tlsTrust" -> {
+                        tls = true;
+                        tlsTrust = value;
+                    }
                     default -> throw new IllegalArgumentException("unknown URI parameter '" + key
                         + "' (known: transport, password, timeout, replicaSet, w, wtimeout, readPreference, "
-                        + "readConcern)");
+                        + "readConcern, tls, tlsTrust)");
                 }
             }
         }
@@ -211,7 +220,7 @@ public record ClientConfig(String host, int port, String transport, String passw
         }
         InetSocketAddress first = seeds.get(0);
         return new ClientConfig(first.getHostString(), first.getPort(), transport, password, timeout, seeds,
-            replicaSet, w, readPreference, readConcern);
+            replicaSet, w, readPreference, readConcern, tls, tlsTrust);
     }
 
     /** {@code 250ms}, {@code 5s}, {@code 2m}, or a plain number of milliseconds. */
@@ -254,6 +263,12 @@ public record ClientConfig(String host, int port, String transport, String passw
         }
         if (readConcern != ReadConcern.LOCAL) {
             b.append("&readConcern=").append(readConcern.name().toLowerCase(Locale.ROOT));
+        }
+        if (tls) {
+            b.append("&tls=true");
+        }
+        if (tlsTrust != null) {
+            b.append("&tlsTrust=").append(tlsTrust);
         }
         return b.toString();
     }

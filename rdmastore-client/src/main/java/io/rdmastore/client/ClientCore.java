@@ -154,7 +154,7 @@ final class ClientCore implements AutoCloseable {
         InetSocketAddress seed = config.seeds().get(0);
         this.topology = new Topology("", 0, "", ClientConfig.address(seed),
             List.of(new Topology.Member("", ClientConfig.address(seed))), "");
-        CarrierTransport carrier = SharedCarrier.acquire();
+        CarrierTransport carrier = config.tls() ? tlsCarrier(config) : SharedCarrier.acquire();
         Network.Context ctx = new Network.Context().carrier(carrier);
         String why = null;
         if (!config.transport().equals("tcp")) {
@@ -193,6 +193,26 @@ final class ClientCore implements AutoCloseable {
         this.ucxUnavailable = why;
         this.network = new Network(ctx);
         this.transports = network.transports();
+    }
+
+    /** A carrier of this client's own (the shared one speaks plain TCP) that connects with TLS. */
+    private static CarrierTransport tlsCarrier(ClientConfig config) {
+        java.util.Properties p = new java.util.Properties();
+        p.setProperty("tls", "true");
+        if (config.tlsTrust() != null) {
+            p.setProperty("tlsTrust", config.tlsTrust());
+        }
+        Transport t;
+        try {
+            t = Transports.load(Transports.TCP, p);
+        } catch (TransportException e) {
+            throw new RdmaStoreConnectionException("cannot set up TLS: " + e.getMessage(), e);
+        }
+        if (!(t instanceof CarrierTransport c)) {
+            t.close();
+            throw new RdmaStoreException(Transports.TCP + " is not a carrier transport");
+        }
+        return c;
     }
 
     // ---- sessions ----

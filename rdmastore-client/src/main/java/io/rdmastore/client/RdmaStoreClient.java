@@ -103,6 +103,8 @@ public final class RdmaStoreClient implements AutoCloseable {
         private WriteConcern writeConcern;
         private ReadPreference readPreference;
         private ReadConcern readConcern;
+        private boolean tls;
+        private String tlsTrust;
 
         /** Starts from a URI's settings. */
         public Builder uri(String uri) {
@@ -117,6 +119,18 @@ public final class RdmaStoreClient implements AutoCloseable {
             writeConcern = c.writeConcern();
             readPreference = c.readPreference();
             readConcern = c.readConcern();
+            tls = c.tls();
+            tlsTrust = c.tlsTrust();
+            return this;
+        }
+
+        /**
+         * Connects with TLS, trusting the certificates in the PEM file {@code trustedCertificates} (null: the JVM's
+         * trust store). The server must serve TLS. Default off.
+         */
+        public Builder tls(java.nio.file.Path trustedCertificates) {
+            tls = true;
+            tlsTrust = trustedCertificates == null ? null : trustedCertificates.toString();
             return this;
         }
 
@@ -191,7 +205,7 @@ public final class RdmaStoreClient implements AutoCloseable {
 
         public ClientConfig build() {
             return new ClientConfig(host, port, transport, password, timeout, seeds, replicaSet, writeConcern,
-                readPreference, readConcern);
+                readPreference, readConcern, tls, tlsTrust);
         }
 
         public RdmaStoreClient connect() {

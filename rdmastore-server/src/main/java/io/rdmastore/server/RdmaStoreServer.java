@@ -136,6 +136,9 @@ public final class RdmaStoreServer implements AutoCloseable {
         long frameLimit = Math.max(tcpCtx.maxMessageLength(), Math.max(config.maxRequestBytes() + (1 << 20),
             config.maxValueBytes() + (64 << 10)));
         tcpCtx.maxMessageLength((int) Math.min(Integer.MAX_VALUE - (1 << 20), frameLimit));
+        if (config.tlsCertificate() != null) {
+            tcpCtx.tlsServer(config.tlsCertificate(), config.tlsKey());
+        }
         if (config.resp()) {
             resp = new RespFace(store, new RespFace.Context()
                 .password(config.password())
@@ -554,7 +557,7 @@ public final class RdmaStoreServer implements AutoCloseable {
     /**
      * Runs a server until SIGTERM/SIGINT, which close it gracefully. Options: {@code --bind ADDR --port N --dir PATH
      * --fsync always|everysec|no --transport auto|tcp|ucx --password PW --maxclients N --ucx-idle
-     * backoff|spin|yield --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
+     * backoff|spin|yield --tls-cert PEM --tls-key PEM --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
      */
     public static void main(String[] args) throws InterruptedException {
         ServerConfig config;
@@ -564,8 +567,9 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("rdmastore: " + e.getMessage());
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
-                + " [--ucx-idle backoff|spin|yield] [--no-resp] [--timing] [--replica-set NAME --node-id ID"
-                + " --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N] [--join]]");
+                + " [--ucx-idle backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing]"
+                + " [--replica-set NAME --node-id ID --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N]"
+                + " [--join]]");
             System.exit(2);
             return;
         }
@@ -620,6 +624,8 @@ public final class RdmaStoreServer implements AutoCloseable {
                     case "--transport" -> c.transport(v);
                     case "--password" -> c.password(v);
                     case "--maxclients" -> c.maxConnections(Integer.parseInt(v));
+                    case "--tls-cert" -> c.tls(Path.of(v), c.tlsKey());
+                    case "--tls-key" -> c.tls(c.tlsCertificate(), Path.of(v));
                     case "--ucx-idle" -> c.ucxIdleStrategy(v);
                     case "--replica-set" -> replicaSet(c).setName(v);
                     case "--node-id" -> replicaSet(c).nodeId(v);

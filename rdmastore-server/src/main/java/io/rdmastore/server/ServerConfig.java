@@ -23,6 +23,8 @@ public final class ServerConfig {
     private FsyncPolicy fsync = FsyncPolicy.EVERYSEC;
     private String transport = "auto";
     private String password;
+    private Path tlsCertificate;
+    private Path tlsKey;
     private int maxKeyBytes = StoreConfig.DEFAULT_MAX_KEY_BYTES;
     private long maxValueBytes = StoreConfig.DEFAULT_MAX_VALUE_BYTES;
     private int maxDocumentBytes = StoreConfig.DEFAULT_MAX_DOCUMENT_BYTES;
@@ -70,6 +72,26 @@ public final class ServerConfig {
     public ServerConfig transport(String value) {
         transport = value;
         return this;
+    }
+
+    /**
+     * Serves TLS on the TCP port (native protocol and RESP): the certificate chain and its PKCS#8 private key, PEM
+     * files. Clients must then connect with TLS; the password never crosses the network in clear. Default none.
+     */
+    public ServerConfig tls(Path certificateChain, Path privateKey) {
+        tlsCertificate = certificateChain;
+        tlsKey = privateKey;
+        return this;
+    }
+
+    /** The TLS certificate chain (PEM), or null when TLS is off. */
+    public Path tlsCertificate() {
+        return tlsCertificate;
+    }
+
+    /** The TLS private key (PEM), or null when TLS is off. */
+    public Path tlsKey() {
+        return tlsKey;
     }
 
     /** Password clients must present in HELLO; default none. Checked before any transport detail leaves the server. */
@@ -275,6 +297,9 @@ public final class ServerConfig {
         Objects.requireNonNull(dataDir, "dataDir");
         Objects.requireNonNull(fsync, "fsync");
         Objects.requireNonNull(handshakeTimeout, "handshakeTimeout");
+        if ((tlsCertificate == null) != (tlsKey == null)) {
+            throw new IllegalArgumentException("TLS needs both a certificate chain and a private key");
+        }
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port out of range: " + port);
         }
@@ -325,7 +350,8 @@ public final class ServerConfig {
     @Override
     public String toString() {
         return "bind=" + bind + " port=" + port + " dataDir=" + dataDir + " fsync=" + fsync + " transport=" + transport
-            + " password=" + (password != null ? "set" : "none") + " maxConnections=" + maxConnections
-            + (timing ? " timing=on" : "") + (replicaSet != null ? " " + replicaSet : "");
+            + " password=" + (password != null ? "set" : "none") + " tls=" + (tlsCertificate != null ? "on" : "off")
+            + " maxConnections=" + maxConnections + (timing ? " timing=on" : "") + (replicaSet != null ? " " + replicaSet
+                : "");
     }
 }

@@ -27,11 +27,13 @@ import org.junit.jupiter.api.io.TempDir;
  * Kills a real server process with SIGKILL while a client writes, restarts it on the same data directory and checks
  * what survived: every acknowledged write, with fsync=always and with fsync=everysec alike (everysec hands each write to
  * the OS before its reply, as Redis does; only a machine crash may lose its last second). 60 kills in all
- * ({@code -Drdmastore.test.kills.always=40}, {@code ...kills.everysec=20}).
+ * ({@code -Drdmastore.test.kills.always=40}, {@code ...kills.everysec=20}), and 10 more with RESP writers
+ * ({@code ...kills.resp=10}).
  */
 class CrashTest {
     private static final int ALWAYS_KILLS = Integer.getInteger("rdmastore.test.kills.always", 40);
     private static final int EVERYSEC_KILLS = Integer.getInteger("rdmastore.test.kills.everysec", 20);
+    private static final int RESP_KILLS = Integer.getInteger("rdmastore.test.kills.resp", 10);
 
     @TempDir
     Path dir;
@@ -52,6 +54,68 @@ class CrashTest {
     void fsyncEverysecKeepsEveryAcknowledgedWriteOnAProcessCrash() throws Exception {
         List<Ack> lost = crashLoop("everysec", EVERYSEC_KILLS, 0, 400);
         assertEquals(List.of(), lost, "fsync=everysec lost acknowledged writes on SIGKILL");
+    }
+
+    /**
+     * The RESP face batches the log's write(2) per read of pipelined commands (WriteBatch): pipelined RESP writers,
+     * SIGKILLed, lose no acknowledged write with fsync=everysec either.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void fsyncEverysecKeepsEveryAcknowledgedRespWriteOnAProcessCrash() throws Exception {
+        int port = freePort();
+        Path data = dir.resolve("resp-everysec");
+        Random random = new Random(7);
+        long acked = 0;
+        List<String> lost = new ArrayList<>();
+        List<String[]> previous = List.of();
+        for (int cycle = 0; cycle <= RESP_KILLS; cycle++) {
+            Process p = start(data, port, "everysec", true);
+            try {
+                try (redis.clients.jedis.Jedis check = new redis.clients.jedis.Jedis("127.0.0.1", port, 5000)) {
+                    for (String[] kv : previous) {
+                        if (!kv[1].equals(check.get(kv[0]))) {
+                            lost.add(kv[0]);
+                        }
+                    }
+                }
+                if (cycle == RESP_KILLS) {
+                    break;
+                }
+                List<String[]> acks = java.util.Collections.synchronizedList(new ArrayList<>());
+                int prefix = cycle;
+                CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
+                    try (redis.clients.jedis.Jedis j = new redis.clients.jedis.Jedis("127.0.0.1", port, 5000)) {
+                        for (int batch = 0; ; batch++) {
+                            redis.clients.jedis.Pipeline pl = j.pipelined();
+                            List<String[]> sent = new ArrayList<>();
+                            for (int i = 0; i < 16; i++) {
+                                String k = "r" + prefix + "-" + batch + "-" + i;
+                                pl.set(k, "v" + batch);
+                                sent.add(new String[] {k, "v" + batch});
+                            }
+                            pl.sync();
+                            acks.addAll(sent);
+                        }
+                    } catch (RuntimeException e) {
+                        // the server was killed
+                    }
+                });
+                Thread.sleep(30 + random.nextInt(400));
+                p.destroyForcibly();
+                assertTrue(p.waitFor(10, TimeUnit.SECONDS), "server did not die on SIGKILL");
+                writer.get(20, TimeUnit.SECONDS);
+                acked += acks.size();
+                previous = List.copyOf(acks);
+            } finally {
+                p.destroyForcibly();
+                p.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+        System.out.printf("fsync=everysec over RESP (pipelines of 16): %d kills, %d acknowledged writes checked, %d"
+            + " lost%n", RESP_KILLS, acked, lost.size());
+        assertTrue(acked > RESP_KILLS, "too few writes were acknowledged to test anything: " + acked);
+        assertEquals(List.of(), lost, "fsync=everysec lost acknowledged RESP writes on SIGKILL");
     }
 
     /**
@@ -132,13 +196,19 @@ class CrashTest {
 
     /** Starts the server's main in a new JVM and waits until it serves. */
     private Process start(Path data, int port, String fsync) throws IOException, InterruptedException {
+        return start(data, port, fsync, false);
+    }
+
+    private Process start(Path data, int port, String fsync, boolean resp) throws IOException, InterruptedException {
         String java = ProcessHandle.current().info().command().orElse("java");
         Path log = dir.resolve("server-" + fsync + ".log");
         ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
             "-XX:+UseSerialGC", "-Xshare:auto", "-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-cp", System.getProperty("java.class.path"), RdmaStoreServer.class.getName(),
-            "--port", String.valueOf(port), "--dir", data.toString(), "--fsync", fsync, "--transport", "tcp",
-            "--no-resp");
+            "--port", String.valueOf(port), "--dir", data.toString(), "--fsync", fsync, "--transport", "tcp");
+        if (!resp) {
+            pb.command().add("--no-resp");
+        }
         pb.environment().put("UCX_ERROR_SIGNALS", "");
         pb.redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
         Process p = pb.start();
@@ -152,7 +222,7 @@ class CrashTest {
         });
         String line;
         try {
-            line = ready.get(20, TimeUnit.SECONDS);
+            line = ready.get(60, TimeUnit.SECONDS);
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
             line = null;
         }

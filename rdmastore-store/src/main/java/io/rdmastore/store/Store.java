@@ -502,8 +502,9 @@ public final class Store implements AutoCloseable {
         }
         if (config.fsync() == FsyncPolicy.ALWAYS) {
             log.syncTo(ticket);
-        } else if (config.fsync() == FsyncPolicy.EVERYSEC) {
-            // As Redis does: the write reaches the OS before the reply, so only a machine crash can lose it.
+        } else if (config.fsync() == FsyncPolicy.EVERYSEC && !WriteBatch.defer(log, ticket)) {
+            // As Redis does: the write reaches the OS before the reply (at the latest when the caller's WriteBatch
+            // ends), so only a machine crash can lose it.
             log.writeTo(ticket);
         }
         Runnable l = appendListener;

@@ -8,6 +8,7 @@ import io.rdmastore.store.SetOptions;
 import io.rdmastore.store.ReadOnlyException;
 import io.rdmastore.store.Store;
 import io.rdmastore.store.StoreException;
+import io.rdmastore.store.WriteBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -137,12 +138,15 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         }
         lastInteractionMillis = System.currentTimeMillis();
         cum = cumulate(cum, in);
+        // One write(2) of the log for the whole read's worth of commands (fsync everysec), before any reply leaves.
+        WriteBatch.begin();
         try {
             decode();
         } catch (RuntimeException e) {
             LOG.warn("RESP client {} at {}: internal error, closing the connection", id, remote, e);
             protocolError("ERR internal error: " + e);
         } finally {
+            endBatch(true);
             ByteBuf c = cum;
             if (c != null) {
                 if (!c.isReadable()) {
@@ -184,9 +188,41 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /**
+     * Hands the log writes the batch's replies depend on to the OS ({@code close}: and closes the batch). When that
+     * fails, none of the batch's replies may leave: they are dropped and the connection is closed.
+     */
+    private boolean endBatch(boolean close) {
+        try {
+            if (close) {
+                WriteBatch.end();
+            } else {
+                WriteBatch.flush();
+            }
+            return true;
+        } catch (RuntimeException e) {
+            LOG.warn("RESP client {} at {}: the log write failed ({}); closing without the replies", id, remote,
+                e.toString());
+            if (close) {
+                WriteBatch.end();
+            }
+            ByteBuf o = w.out;
+            w.out = null;
+            if (o != null) {
+                o.release();
+            }
+            closing = true;
+            ctx.close();
+            return false;
+        }
+    }
+
     /** Passes a batch's replies on when they grow past the high-water mark; closes a client that does not read them. */
     private void writeAtHighWater() {
         if (w.out != null && w.out.readableBytes() > OUT_HIGH_WATER) {
+            if (!endBatch(false)) {
+                return;
+            }
             ctx.write(w.out, ctx.voidPromise());
             w.out = null;
             written = true;
@@ -311,6 +347,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     /** Closes the connection once the replies written so far are flushed (QUIT). */
     void closeAfterReply() {
+        endBatch(false);
         closing = true;
         ByteBuf o = w.out;
         w.out = null;

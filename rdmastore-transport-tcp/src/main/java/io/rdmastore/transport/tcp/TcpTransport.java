@@ -18,6 +18,8 @@ import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.rdmastore.transport.CarrierTransport;
 import io.rdmastore.transport.Connection;
@@ -29,6 +31,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -53,6 +57,10 @@ public final class TcpTransport implements CarrierTransport {
     private final boolean epoll;
     private final Object lock = new Object();
     private EventLoopGroup group;
+    /** Netty's name of the TLS handler, first in the pipeline when TLS is on. */
+    static final String TLS_HANDLER = "tls";
+    private final SslContext serverTls;
+    private final SslContext clientTls;
     private volatile boolean closed;
 
     /**
@@ -76,6 +84,30 @@ public final class TcpTransport implements CarrierTransport {
         private int oneSidedChunkLength = 1024 * 1024;
         private int oneSidedWindow = 4;
         private Consumer<ChannelPipeline> foreignProtocol;
+        private Path tlsCertificate;
+        private Path tlsKey;
+        private boolean tlsClient;
+        private Path tlsTrust;
+
+        /**
+         * Serves TLS on accepted connections (native and RESP alike): the certificate chain and its PKCS#8 private
+         * key, both PEM files. A client that does not speak TLS is refused by the handshake. Default none (plain TCP).
+         */
+        public Context tlsServer(Path certificateChain, Path privateKey) {
+            tlsCertificate = certificateChain;
+            tlsKey = privateKey;
+            return this;
+        }
+
+        /**
+         * Connects with TLS, checking the server's certificate against {@code trustedCertificates} (PEM; null: the
+         * JVM's default trust store) and the host name it was given. Default off (plain TCP).
+         */
+        public Context tlsClient(Path trustedCertificates) {
+            tlsClient = true;
+            tlsTrust = trustedCertificates;
+            return this;
+        }
 
         /** Event-loop threads shared by every connection and listener of the transport. Default 1-2. */
         public Context ioThreads(int value) {
@@ -220,6 +252,18 @@ public final class TcpTransport implements CarrierTransport {
             return foreignProtocol;
         }
 
+        /** A context from {@code java.util.Properties} keys {@code tlsCertificate, tlsKey, tls, tlsTrust}. */
+        static Context from(java.util.Properties p) {
+            Context c = new Context();
+            if (p.getProperty("tlsCertificate") != null) {
+                c.tlsServer(Path.of(p.getProperty("tlsCertificate")), Path.of(p.getProperty("tlsKey", "")));
+            }
+            if (Boolean.parseBoolean(p.getProperty("tls", "false")) || p.getProperty("tlsTrust") != null) {
+                c.tlsClient(p.getProperty("tlsTrust") == null ? null : Path.of(p.getProperty("tlsTrust")));
+            }
+            return c;
+        }
+
         /** Validates the values once; throws IllegalArgumentException naming the bad one. */
         Context conclude() {
             require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be 1..256: " + ioThreads);
@@ -239,6 +283,10 @@ public final class TcpTransport implements CarrierTransport {
                 "oneSidedChunkLength must be 1..64 MiB: " + oneSidedChunkLength);
             require(oneSidedWindow >= 1 && oneSidedWindow <= 1024, "oneSidedWindow must be 1..1024: "
                 + oneSidedWindow);
+            require(tlsCertificate == null || Files.isReadable(tlsCertificate) && tlsKey != null
+                && Files.isReadable(tlsKey), "TLS certificate and key must be readable files: " + tlsCertificate
+                + ", " + tlsKey);
+            require(tlsTrust == null || Files.isReadable(tlsTrust), "TLS trust file is not readable: " + tlsTrust);
             return this;
         }
 
@@ -254,10 +302,34 @@ public final class TcpTransport implements CarrierTransport {
         this(new Context());
     }
 
+    /**
+     * A transport configured by keys: {@code tlsCertificate} and {@code tlsKey} (PEM paths: serve TLS), {@code tls}
+     * (true: connect with TLS) and {@code tlsTrust} (PEM path of the certificates to trust; implies {@code tls}).
+     */
+    public TcpTransport(java.util.Properties settings) {
+        this(Context.from(settings));
+    }
+
     /** A transport configured by {@code ctx}, which is validated here and must not be changed afterwards. */
     public TcpTransport(Context ctx) {
         this.ctx = ctx.conclude();
         this.epoll = ctx.nativeTransport() && Epoll.isAvailable();
+        try {
+            this.serverTls = ctx.tlsCertificate == null ? null
+                : SslContextBuilder.forServer(ctx.tlsCertificate.toFile(), ctx.tlsKey.toFile()).build();
+            SslContextBuilder client = SslContextBuilder.forClient();
+            if (ctx.tlsTrust != null) {
+                client.trustManager(ctx.tlsTrust.toFile());
+            }
+            this.clientTls = ctx.tlsClient ? client.endpointIdentificationAlgorithm("HTTPS").build() : null;
+        } catch (javax.net.ssl.SSLException | RuntimeException e) {
+            throw new IllegalArgumentException("cannot set up TLS: " + e.getMessage(), e);
+        }
+    }
+
+    /** Whether accepted connections speak TLS. */
+    public boolean servesTls() {
+        return serverTls != null;
     }
 
     @Override
@@ -298,6 +370,9 @@ public final class TcpTransport implements CarrierTransport {
             .childHandler(new ChannelInitializer<Channel>() {
                 @Override
                 protected void initChannel(Channel ch) {
+                    if (serverTls != null) {
+                        ch.pipeline().addLast(TLS_HANDLER, serverTls.newHandler(ch.alloc()));
+                    }
                     ch.pipeline().addLast(FrameHandler.NAME, new FrameHandler(TcpTransport.this, null, handler));
                 }
             });
@@ -330,6 +405,10 @@ public final class TcpTransport implements CarrierTransport {
                 protected void initChannel(Channel ch) {
                     TcpConnection c = new TcpConnection(TcpTransport.this, ch, handler);
                     made.set(c);
+                    if (clientTls != null) {
+                        ch.pipeline().addLast(TLS_HANDLER, clientTls.newHandler(ch.alloc(), address.getHostString(),
+                            address.getPort()));
+                    }
                     ch.pipeline().addLast(FrameHandler.NAME, new FrameHandler(TcpTransport.this, c, null));
                 }
             });
