@@ -65,6 +65,12 @@ final class FrameBuilder {
         return this;
     }
 
+    FrameBuilder put(byte v) {
+        ensure(1);
+        buf[pos++] = v;
+        return this;
+    }
+
     FrameBuilder putInt(int v) {
         ensure(4);
         buf[pos] = (byte) v;

@@ -24,6 +24,8 @@ final class Keyspace {
     static final byte HASH = 2;
     /** A set of byte strings ({@link Sets}); log ops 20-22. */
     static final byte SET = 3;
+    /** A list of byte strings ({@link Lists}); log ops 23-27. */
+    static final byte LIST = 4;
 
     /** One key's value. Guarded by its shard's lock. */
     static final class Entry {
@@ -41,6 +43,8 @@ final class Keyspace {
         LinkedHashMap<Key, byte[]> hash;
         /** SET: its members. */
         MemberSet set;
+        /** LIST: its elements. */
+        ValueList list;
 
         boolean expired(long now) {
             return expireAt >= 0 && expireAt <= now;
@@ -110,6 +114,8 @@ final class Keyspace {
             e.hash = new LinkedHashMap<>();
         } else if (type == SET) {
             e.set = new MemberSet();
+        } else if (type == LIST) {
+            e.list = new ValueList();
         }
         s.map.put(k, e);
         keys.incrementAndGet();
@@ -294,6 +300,7 @@ final class Keyspace {
         return switch (e.type) {
             case STRING -> ValueType.STRING;
             case HASH -> ValueType.HASH;
+            case LIST -> ValueType.LIST;
             default -> ValueType.SET;
         };
     }
@@ -338,6 +345,8 @@ final class Keyspace {
                 encodeString(f, k, e);
             } else if (e.type == SET) {
                 Sets.encodeChunked(f, k, e, chunkBytes, flush);
+            } else if (e.type == LIST) {
+                Lists.encodeChunked(f, k, e, chunkBytes, flush);
             } else {
                 // Very large hashes go as a replace plus puts so no single op nears the frame limit.
                 Iterator<Map.Entry<Key, byte[]>> it = e.hash.entrySet().iterator();

@@ -71,8 +71,18 @@ final class LogDescriptor {
     static final byte OP_SET_REM = 21;
     /** key:bytes expireAt:int64 count:int32 member:bytes*. Replaces whatever the key held. */
     static final byte OP_SET_REPLACE = 22;
+    /** key:bytes left:int8 count:int32 item:bytes*. Pushes at one end in order; creates the list if absent. */
+    static final byte OP_LIST_PUSH = 23;
+    /** key:bytes left:int8 count:int32. Pops from one end; removes the key when the list becomes empty. */
+    static final byte OP_LIST_POP = 24;
+    /** key:bytes expireAt:int64 count:int32 item:bytes*. Replaces whatever the key held. */
+    static final byte OP_LIST_REPLACE = 25;
+    /** key:bytes index:int64 item:bytes. Sets one element (a valid index). */
+    static final byte OP_LIST_SET = 26;
+    /** key:bytes from:int64 to:int64. Keeps elements from..to (valid, inclusive). */
+    static final byte OP_LIST_TRIM = 27;
     /** The highest op code; 16-19 are kept for replication. */
-    static final byte OP_MAX = 22;
+    static final byte OP_MAX = 27;
 
     private LogDescriptor() {
     }

@@ -48,7 +48,7 @@ import io.rdmastore.store.doc.DocumentFilter;
 import io.rdmastore.store.doc.DocumentUpdate;
 
 /**
- * The storage engine: a keyspace of strings, hashes and sets ({@link #sets()}) with TTLs, collections of BSON documents, an append-only
+ * The storage engine: a keyspace of strings, hashes, sets ({@link #sets()}) and lists ({@link #lists()}) with TTLs, collections of BSON documents, an append-only
  * CRC32C-framed log and snapshots.
  *
  * <p>Threads: thread-safe. Any number of threads may call any method at once. Keys are spread over
@@ -86,6 +86,7 @@ public final class Store implements AutoCloseable {
     private final Path dir;
     private final Keyspace keyspace = new Keyspace();
     private final Sets sets = new Sets(this);
+    private final Lists lists = new Lists(this);
     private final Documents documents = new Documents();
     private final AtomicLong bytesSinceSnapshot = new AtomicLong();
     private final AtomicLong changesSinceSave = new AtomicLong();
@@ -576,6 +577,8 @@ public final class Store implements AutoCloseable {
                 }
                 case LogDescriptor.OP_SET_ADD, LogDescriptor.OP_SET_REM, LogDescriptor.OP_SET_REPLACE ->
                     Sets.apply(keyspace, op, p);
+                case LogDescriptor.OP_LIST_PUSH, LogDescriptor.OP_LIST_POP, LogDescriptor.OP_LIST_REPLACE,
+                     LogDescriptor.OP_LIST_SET, LogDescriptor.OP_LIST_TRIM -> Lists.apply(keyspace, op, p);
                 case LogDescriptor.OP_SNAPSHOT_END -> p.getLong();
                 case LogDescriptor.OP_POSITION -> {
                     replayTerm = p.getLong();
@@ -881,6 +884,8 @@ public final class Store implements AutoCloseable {
             Keyspace.encodeString(f, k, e);
         } else if (e.type == Keyspace.SET) {
             Sets.encode(f, k, e);
+        } else if (e.type == Keyspace.LIST) {
+            Lists.encode(f, k, e);
         } else {
             f.op(LogDescriptor.OP_HASH_REPLACE).putBytes(k.bytes).putLong(e.expireAt).putInt(e.hash.size());
             for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
@@ -1708,6 +1713,11 @@ public final class Store implements AutoCloseable {
     /** The set commands (SADD, SINTER, ...) on this store's keyspace. */
     public Sets sets() {
         return sets;
+    }
+
+    /** The list commands (LPUSH, LRANGE, ...) on this store's keyspace. */
+    public Lists lists() {
+        return lists;
     }
 
     /** The body of a read or write of several keys: their live entries in argument order (null when missing). */

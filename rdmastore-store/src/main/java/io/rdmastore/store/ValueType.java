@@ -12,7 +12,9 @@ public enum ValueType {
     /** A map of byte-string fields to byte-string values. */
     HASH("hash"),
     /** A set of distinct byte strings. */
-    SET("set");
+    SET("set"),
+    /** A sequence of byte strings. */
+    LIST("list");
 
     private final String redisName;
 
@@ -20,7 +22,7 @@ public enum ValueType {
         this.redisName = redisName;
     }
 
-    /** The name Redis's TYPE command answers with: {@code none}, {@code string}, {@code hash}, {@code set}. */
+    /** The name Redis's TYPE command answers with: {@code none}, {@code string}, {@code hash}, {@code set}, {@code list}. */
     public String redisName() {
         return redisName;
     }

@@ -118,7 +118,23 @@ enum RespCommand {
     SUNIONSTORE(-3, "write denyoom", 1, -1, 1, "set", "Stores the union of multiple sets in a key."),
     SDIFFSTORE(-3, "write denyoom", 1, -1, 1, "set", "Stores the difference of multiple sets in a key."),
     SINTERCARD(-3, "readonly", 0, 0, 0, "set", "Returns the number of members of the intersect of multiple sets."),
-    SSCAN(-3, "readonly", 1, 1, 1, "set", "Iterates over members of a set.");
+    SSCAN(-3, "readonly", 1, 1, 1, "set", "Iterates over members of a set."),
+    LPUSH(-3, "write denyoom fast", 1, 1, 1, "list", "Prepends one or more elements to a list."),
+    RPUSH(-3, "write denyoom fast", 1, 1, 1, "list", "Appends one or more elements to a list."),
+    LPUSHX(-3, "write denyoom fast", 1, 1, 1, "list", "Prepends elements to a list only when the list exists."),
+    RPUSHX(-3, "write denyoom fast", 1, 1, 1, "list", "Appends elements to a list only when the list exists."),
+    LPOP(-2, "write fast", 1, 1, 1, "list", "Returns the first elements in a list after removing it."),
+    RPOP(-2, "write fast", 1, 1, 1, "list", "Returns and removes the last elements of a list."),
+    LLEN(2, "readonly fast", 1, 1, 1, "list", "Returns the length of a list."),
+    LRANGE(4, "readonly", 1, 1, 1, "list", "Returns a range of elements from a list."),
+    LINDEX(3, "readonly", 1, 1, 1, "list", "Returns an element from a list by its index."),
+    LSET(4, "write denyoom", 1, 1, 1, "list", "Sets the value of an element in a list by its index."),
+    LTRIM(4, "write", 1, 1, 1, "list", "Removes elements from both ends a list."),
+    LREM(4, "write", 1, 1, 1, "list", "Removes elements from a list."),
+    LINSERT(5, "write denyoom", 1, 1, 1, "list", "Inserts an element before or after another element in a list."),
+    LPOS(-3, "readonly", 1, 1, 1, "list", "Returns the index of matching elements in a list."),
+    LMOVE(5, "write denyoom", 1, 2, 1, "list", "Returns an element after popping it from one list and pushing it."),
+    RPOPLPUSH(3, "write denyoom", 1, 2, 1, "list", "Returns the last element of a list after moving it to another.");
 
     private static final RespCommand[] VALUES = values();
     private static final int TABLE_BITS = 8;

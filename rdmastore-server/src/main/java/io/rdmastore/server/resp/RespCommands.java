@@ -980,6 +980,7 @@ final class RespCommands {
                     case "string" -> type = ValueType.STRING;
                     case "hash" -> type = ValueType.HASH;
                     case "set" -> type = ValueType.SET;
+                    case "list" -> type = ValueType.LIST;
                     default -> impossibleType = true;
                 }
             } else {

@@ -15,6 +15,7 @@ import java.util.List;
  */
 final class RespDump {
     static final int TYPE_STRING = 0;
+    static final int TYPE_LIST = 1;
     static final int TYPE_SET = 2;
     static final int TYPE_HASH = 4;
     /** RDB version of Redis 7.0; a payload of a newer version is refused, as Redis does. */
@@ -54,9 +55,10 @@ final class RespDump {
         return seal(out);
     }
 
-    static byte[] dumpSet(List<byte[]> members) {
+    /** A set (RDB type 2) or a list (RDB type 1, which Redis 7 still loads): a count and the items. */
+    static byte[] dumpItems(int type, List<byte[]> members) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        out.write(TYPE_SET);
+        out.write(type);
         writeLength(out, members.size());
         for (byte[] b : members) {
             writeString(out, b);
@@ -131,7 +133,7 @@ final class RespDump {
             Value v;
             if (p[0] == TYPE_STRING) {
                 v = new Value(TYPE_STRING, readString(p, pos, end), null);
-            } else if (p[0] == TYPE_HASH || p[0] == TYPE_SET) {
+            } else if (p[0] == TYPE_HASH || p[0] == TYPE_SET || p[0] == TYPE_LIST) {
                 long n = readLength(p, pos, end);
                 if (n <= 0 || n > end) {
                     return null;

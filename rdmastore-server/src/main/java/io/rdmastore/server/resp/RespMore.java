@@ -169,6 +169,9 @@ final class RespMore {
             }
             return v.length <= 44 ? "embstr" : "raw";
         }
+        if (type == ValueType.LIST) {
+            return "quicklist";
+        }
         if (type == ValueType.SET) {
             List<byte[]> members = store.sets().members(key);
             if (members.size() > Long.parseLong(face.settings.get("set-max-intset-entries"))) {
@@ -259,7 +262,8 @@ final class RespMore {
             return entry + store.strlen(key) + 16;
         }
         long n = entry + 64;
-        for (byte[] b : type == ValueType.SET ? store.sets().members(key) : store.hgetAll(key)) {
+        for (byte[] b : type == ValueType.SET ? store.sets().members(key)
+            : type == ValueType.LIST ? store.lists().range(key, 0, -1) : store.hgetAll(key)) {
             n += b.length + 40;
         }
         return n;
@@ -735,7 +739,10 @@ final class RespMore {
             w.bulk(all.isEmpty() ? null : RespDump.dumpHash(all));
         } else if (type == ValueType.SET) {
             List<byte[]> all = store.sets().members(key);
-            w.bulk(all.isEmpty() ? null : RespDump.dumpSet(all));
+            w.bulk(all.isEmpty() ? null : RespDump.dumpItems(RespDump.TYPE_SET, all));
+        } else if (type == ValueType.LIST) {
+            List<byte[]> all = store.lists().range(key, 0, -1);
+            w.bulk(all.isEmpty() ? null : RespDump.dumpItems(RespDump.TYPE_LIST, all));
         } else {
             w.nullBulk();
         }
@@ -821,6 +828,8 @@ final class RespMore {
             }
             if (v.type() == RespDump.TYPE_SET) {
                 store.sets().add(key, v.hash());
+            } else if (v.type() == RespDump.TYPE_LIST) {
+                store.lists().push(key, v.hash(), false, false);
             } else {
                 store.hset(key, v.hash());
             }

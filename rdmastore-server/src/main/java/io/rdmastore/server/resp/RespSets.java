@@ -18,9 +18,11 @@ final class RespSets {
     private static final String SYNTAX = "ERR syntax error";
 
     private final Sets sets;
+    private final RespLists lists;
 
     RespSets(RespFace face) {
         this.sets = face.store.sets();
+        this.lists = new RespLists(face);
     }
 
     void execute(RespConnection c, RespWriter w, RespCommand cmd, byte[][] argv, int argc) {
@@ -48,7 +50,7 @@ final class RespSets {
             case SDIFFSTORE -> w.integer(sets.combineInto(Sets.Op.DIFF, argv[1], args(argv, 2, argc)));
             case SINTERCARD -> sintercard(c, w, argv, argc);
             case SSCAN -> sscan(c, w, argv, argc);
-            default -> w.error("ERR internal error: no handler for '" + cmd.lowerName + "'");
+            default -> lists.execute(c, w, cmd, argv, argc);
         }
     }
 

@@ -96,7 +96,7 @@ class RespCodecTest {
         }
         assertNull(RespCommand.lookup(b("GETX")));
         assertNull(RespCommand.lookup(b("")));
-        assertNull(RespCommand.lookup(b("LPUSH")));
+        assertNull(RespCommand.lookup(b("XADD")));
         assertNull(RespCommand.lookup(b("g\u00c5t")));
     }
 

@@ -336,6 +336,35 @@ class RespRedisCompatTest {
     }
 
     @Test
+    void lists() {
+        try (Jedis j = jedis()) {
+            assertEquals(3L, j.rpush("l", "a", "b", "c"));
+            assertEquals(4L, j.lpush("l", "z"));
+            assertEquals(List.of("z", "a", "b", "c"), j.lrange("l", 0, -1));
+            assertEquals("list", j.type("l"));
+            assertEquals(0L, j.lpushx("none", "x"));
+            assertEquals("b", j.lindex("l", -2));
+            assertEquals("OK", j.lset("l", 0, "Z"));
+            assertEquals("ERR index out of range", error(j, "LSET", "l", "10", "x"));
+            assertEquals("ERR no such key", error(j, "LSET", "none", "0", "x"));
+            assertEquals(5L, call(j, "LINSERT", "l", "AFTER", "a", "a2"));
+            assertEquals(2L, call(j, "LPOS", "l", "a2"));
+            assertEquals(List.of(1L), call(j, "LPOS", "l", "a", "COUNT", "0"));
+            assertEquals(1L, j.lrem("l", 0, "a2"));
+            assertEquals("OK", j.ltrim("l", 1, -1));
+            assertEquals(List.of("a", "b"), j.lpop("l", 2));
+            assertEquals("c", str(call(j, "RPOPLPUSH", "l", "l2")));
+            assertNull(call(j, "LPOP", "l", "1"));
+            assertEquals("c", str(call(j, "LMOVE", "l2", "l3", "LEFT", "RIGHT")));
+            assertEquals(1L, j.llen("l3"));
+            assertEquals("ERR value is out of range, must be positive", error(j, "LPOP", "l3", "-1"));
+            byte[] d = j.dump("l3");
+            assertEquals("OK", j.restore("l4", 0, d));
+            assertEquals(List.of("c"), j.lrange("l4", 0, -1));
+        }
+    }
+
+    @Test
     void resetGoesBackToAFreshConnection() {
         try (Jedis j = new Jedis("127.0.0.1", server.port(),
             DefaultJedisClientConfig.builder().protocol(RedisProtocol.RESP3).build())) {
