@@ -189,7 +189,7 @@ final class ReplicaSetServers implements AutoCloseable {
         }
 
         private void awaitReady() throws IOException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
             while (!readyLineSeen()) {
                 if (!process.isAlive()) {
                     throw new IOException(id + " exited with " + process.exitValue() + " before it was ready: "
@@ -197,7 +197,7 @@ final class ReplicaSetServers implements AutoCloseable {
                 }
                 if (System.nanoTime() - deadline > 0) {
                     kill();
-                    throw new IOException(id + " printed no '" + READY_LINE + "' within 60 s: " + tail());
+                    throw new IOException(id + " printed no '" + READY_LINE + "' within 120 s: " + tail());
                 }
                 try {
                     Thread.sleep(20);
