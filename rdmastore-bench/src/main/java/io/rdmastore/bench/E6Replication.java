@@ -83,14 +83,19 @@ public final class E6Replication implements Experiment {
     record Lane(String system, String variant, List<Write> writers, List<Batch> batches) {
     }
 
-    /** One latency or throughput measurement. */
+    /**
+     * One latency or throughput measurement.
+     *
+     * @param errors writes in the window that failed with an {@link RdmaStoreException} (e.g. a write concern not
+     *               confirmed because the primary changed); they are neither timed nor counted as done
+     */
     record Cell(String system, String variant, int size, int clients, double p50, double p99, double p999,
-                double opsPerS, long count) {
+                double opsPerS, long count, long errors) {
     }
 
     /** Everything one run measured. */
     record Results(List<Cell> latency, List<Cell> throughput, Map<String, List<Double>> failoverMs,
-                   Map<String, String> links, List<String> missing) {
+                   Map<String, String> links, List<String> missing, String loadBefore, String loadAfter) {
     }
 
     @Override
@@ -101,6 +106,7 @@ public final class E6Replication implements Experiment {
         long windowNanos = quick ? 200_000_000L : 2_000_000_000L;
         int kills = Integer.getInteger("rdmastore.bench.e6.kills", quick ? 3 : 20);
         int maxClients = clients[clients.length - 1];
+        String loadBefore = loadAverage();
         Results results;
         try (Systems systems = Systems.start(maxClients)) {
             List<Lane> lanes = systems.lanes();
@@ -125,9 +131,20 @@ public final class E6Replication implements Experiment {
             failover.put(failoverSystem, failover(systems.set(failoverSystem), transportOf(failoverSystem), kills,
                 progress));
             progress.done();
-            results = new Results(latency, throughput, failover, systems.links(), systems.missing);
+            results = new Results(latency, throughput, failover, systems.links(), systems.missing, loadBefore,
+                loadAverage());
         }
         report(quick, report, sizes, clients, maxClients, windowNanos, results);
+    }
+
+    /** The 1, 5 and 15 minute load averages from /proc/loadavg, or "unknown". */
+    static String loadAverage() {
+        try {
+            String[] f = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).trim().split("\\s+");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (java.io.IOException | RuntimeException e) {
+            return "unknown";
+        }
     }
 
     static String transportOf(String system) {
@@ -203,8 +220,7 @@ public final class E6Replication implements Experiment {
                     ReplicaSetServers set = sets.get(system);
                     List<RdmaStoreClient> members = connect(clients,
                         () -> RdmaStoreClient.connect(set.uri("transport=" + t + "&timeout=30s")), t);
-                    awaitCaughtUp(members.getFirst(), t, 2, Duration.ofSeconds(120));
-                    links.put(system, memberLinks(members.getFirst().info(), t));
+                    links.put(system, caughtUpLinks(members.getFirst(), t));
                     lanes.add(lane(system, "none", single, WriteConcern.W1));
                     lanes.add(lane(system, "w1", members, WriteConcern.W1));
                     lanes.add(lane(system, "wmajority", members, WriteConcern.MAJORITY));
@@ -369,6 +385,25 @@ public final class E6Replication implements Experiment {
     }
 
     /**
+     * Waits until both secondaries have caught up and the primary lists them (an election on a loaded machine may move
+     * the primary meanwhile); returns their links.
+     */
+    static String caughtUpLinks(RdmaStoreClient client, String transport) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (true) {
+            awaitCaughtUp(client, transport, 2, Duration.ofSeconds(120));
+            try {
+                return memberLinks(client.info(), transport);
+            } catch (IllegalStateException | RdmaStoreException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                Thread.sleep(200);
+            }
+        }
+    }
+
+    /**
      * The transports of the primary's links to its secondaries, from its INFO replication ({@code slaveN:...,
      * transport=ucx}); fails when one of them is not on {@code transport}.
      */
@@ -448,10 +483,13 @@ public final class E6Replication implements Experiment {
         return keys;
     }
 
-    /** A body run by each client thread between {@code start} and {@code end}; returns operations inside the window. */
+    /**
+     * A body run by each client thread until {@code end}; returns operations done inside the window and adds the
+     * window's failed ones to {@code errors[client]}.
+     */
     @FunctionalInterface
     private interface Body {
-        long run(int client, Histogram h, long measureFrom, long end) throws Exception;
+        long run(int client, Histogram h, long[] errors, long measureFrom, long end) throws Exception;
     }
 
     /** Runs {@code clients} threads, warm-up then a measured window, and merges their histograms. */
@@ -462,6 +500,7 @@ public final class E6Replication implements Experiment {
         long end = measureFrom + windowNanos;
         Histogram[] hist = new Histogram[clients];
         long[] counts = new long[clients];
+        long[] errors = new long[clients];
         AtomicReference<Throwable> error = new AtomicReference<>();
         Thread[] threads = new Thread[clients];
         for (int i = 0; i < clients; i++) {
@@ -471,7 +510,7 @@ public final class E6Replication implements Experiment {
             threads[i] = new Thread(() -> {
                 LockSupport.parkNanos(start - System.nanoTime());
                 try {
-                    counts[slot] = body.run(slot, h, measureFrom, end);
+                    counts[slot] = body.run(slot, h, errors, measureFrom, end);
                 } catch (Throwable t) {
                     error.compareAndSet(null, t);
                 }
@@ -492,16 +531,19 @@ public final class E6Replication implements Experiment {
         }
         Histogram all = new Histogram(60_000_000_000L, 3);
         long total = 0;
+        long failed = 0;
         for (int i = 0; i < clients; i++) {
             all.add(hist[i]);
             total += counts[i];
+            failed += errors[i];
         }
-        if (total == 0) {
-            throw new IllegalStateException("E6: " + system + " " + variant + ": no write completed in the window");
+        if (total == 0 || failed > Math.max(10, total / 100)) {
+            throw new IllegalStateException("E6: " + system + " " + variant + " " + Sizes.human(size) + " x" + clients
+                + ": " + total + " writes done and " + failed + " failed in the window");
         }
         return new Cell(system, variant, size, clients, all.getValueAtPercentile(50) / 1e3,
             all.getValueAtPercentile(99) / 1e3, all.getValueAtPercentile(99.9) / 1e3, total / (windowNanos / 1e9),
-            total);
+            total, failed);
     }
 
     /** One write in flight per client; latency of each write in the window. */
@@ -509,18 +551,27 @@ public final class E6Replication implements Experiment {
         throws InterruptedException {
         byte[] value = E2Latency.value(size);
         return runThreads(lane.system(), lane.variant(), size, clients, warmNanos, windowNanos,
-            (client, h, from, end) -> {
+            (client, h, errors, from, end) -> {
                 Write w = lane.writers().get(client);
                 byte[][] keys = keys(lane.variant(), size, client);
                 long n = 0;
                 long now = System.nanoTime();
                 for (int i = 0; now < end; i++) {
                     long t0 = now;
-                    w.run(keys[i % keys.length], value);
+                    boolean ok = true;
+                    try {
+                        w.run(keys[i % keys.length], value);
+                    } catch (RdmaStoreException e) {
+                        ok = false;
+                    }
                     now = System.nanoTime();
                     if (t0 >= from) {
-                        h.recordValue(Math.min(now - t0, 60_000_000_000L));
-                        n++;
+                        if (ok) {
+                            h.recordValue(Math.min(now - t0, 60_000_000_000L));
+                            n++;
+                        } else {
+                            errors[client]++;
+                        }
                     }
                 }
                 return n;
@@ -531,7 +582,7 @@ public final class E6Replication implements Experiment {
     static Cell throughputCell(Lane lane, int clients, long warmNanos, long windowNanos) throws InterruptedException {
         byte[] value = E2Latency.value(THROUGHPUT_SIZE);
         return runThreads(lane.system(), lane.variant(), THROUGHPUT_SIZE, clients, warmNanos, windowNanos,
-            (client, h, from, end) -> {
+            (client, h, errors, from, end) -> {
                 Batch b = lane.batches().get(client);
                 byte[][] keys = keys("tp-" + lane.variant(), THROUGHPUT_SIZE, client);
                 byte[][][] batches = new byte[keys.length / PIPELINE_DEPTH][][];
@@ -542,11 +593,20 @@ public final class E6Replication implements Experiment {
                 long now = System.nanoTime();
                 for (int i = 0; now < end; i++) {
                     long t0 = now;
-                    b.run(batches[i % batches.length], value);
+                    boolean ok = true;
+                    try {
+                        b.run(batches[i % batches.length], value);
+                    } catch (RdmaStoreException | java.util.concurrent.CompletionException e) {
+                        ok = false;
+                    }
                     now = System.nanoTime();
                     if (t0 >= from) {
-                        h.recordValue(Math.min(now - t0, 60_000_000_000L));
-                        n += PIPELINE_DEPTH;
+                        if (ok) {
+                            h.recordValue(Math.min(now - t0, 60_000_000_000L));
+                            n += PIPELINE_DEPTH;
+                        } else {
+                            errors[client] += PIPELINE_DEPTH;
+                        }
                     }
                 }
                 return n;
@@ -649,7 +709,7 @@ public final class E6Replication implements Experiment {
         }
 
         List<String> header = List.of("size", "clients", "system", "variant", "p50 us", "p99 us", "p99.9 us",
-            "ops/s", "p50 / none");
+            "ops/s", "p50 / none", "failed");
         List<List<String>> body = new ArrayList<>();
         for (int size : sizes) {
             for (int n : clients) {
@@ -662,7 +722,7 @@ public final class E6Replication implements Experiment {
                         : String.format(Locale.ROOT, "%.2fx", c.p50() / none.p50());
                     body.add(List.of(Sizes.human(size), Integer.toString(n), c.system(), c.variant(),
                         E2Latency.f(c.p50()), E2Latency.f(c.p99()), E2Latency.f(c.p999()), E1RoundTrips.fmt(c.opsPerS()),
-                        vsNone));
+                        vsNone, Long.toString(c.errors())));
                 }
             }
         }
@@ -722,7 +782,9 @@ public final class E6Replication implements Experiment {
             + "--transport tcp everywhere. redis: redis-server with appendonly yes, appendfsync %s, and two "
             + "replicas (replicaof); w1 = SET, wmajority = SET and WAIT 1 0 sent together (a majority of three). "
             + "Every server runs for the whole experiment and each size and client count runs every system "
-            + "back to back, so the columns share the machine's load. Up to %d clients.",
+            + "back to back, so the columns share the machine's load. Up to %d clients. failed: writes in the window "
+            + "that failed with a client error (an election moving the primary on a loaded machine fails w:majority "
+            + "writes whose WAIT was cut off); they are not timed, and more than 1 %% fails the experiment.",
             windowNanos / 1e9, quick ? " (--quick: one size, fewer clients, 3 kills)" : "", FSYNC, FSYNC, maxClients));
         if (!r.links().isEmpty()) {
             sb.append(" Member links (from the primary's INFO replication): ");
@@ -730,6 +792,10 @@ public final class E6Replication implements Experiment {
             r.links().forEach((k, v) -> parts.add(k + ": " + v));
             sb.append(String.join("; ", parts)).append('.');
         }
+        sb.append(" Load average (1, 5, 15 min) before: ").append(r.loadBefore()).append(", after: ")
+            .append(r.loadAfter()).append(" on ").append(Runtime.getRuntime().availableProcessors())
+            .append(" cores; far above the core count, every waiting thread queues for a core and latencies grow to "
+                + "milliseconds.");
         for (String m : r.missing()) {
             sb.append(" Not measured: ").append(m).append('.');
         }

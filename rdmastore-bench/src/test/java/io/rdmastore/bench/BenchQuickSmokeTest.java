@@ -106,7 +106,7 @@ class BenchQuickSmokeTest {
     }
 
     private static E6Replication.Cell cell(String system, String variant, double value) {
-        return new E6Replication.Cell(system, variant, 1024, 1, value, value, value, value, 1);
+        return new E6Replication.Cell(system, variant, 1024, 1, value, value, value, value, 1, 0);
     }
 
     @Test
