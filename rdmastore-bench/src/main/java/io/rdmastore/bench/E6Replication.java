@@ -158,7 +158,8 @@ public final class E6Replication implements Experiment {
      * three-member set, and the redis primary with its two replicas. Closing closes the clients, then the servers.
      */
     static final class Systems implements AutoCloseable {
-        final List<AutoCloseable> closeLast = new ArrayList<>();
+        /** Servers, added by the threads that start them (so a failed start still closes the others). */
+        final List<AutoCloseable> closeLast = java.util.Collections.synchronizedList(new ArrayList<>());
         final List<AutoCloseable> closeFirst = new ArrayList<>();
         final Map<String, ReplicaSetServers> sets = new LinkedHashMap<>();
         final List<Lane> lanes = new ArrayList<>();
@@ -185,21 +186,22 @@ public final class E6Replication implements Experiment {
                 Map<String, Future<ReplicaSetServers>> replicated = new LinkedHashMap<>();
                 for (String t : List.of("ucx", "tcp")) {
                     String serverTransport = t.equals("ucx") ? "auto" : "tcp";
-                    alone.put(t, starter.submit(() -> ServerProcess.start("--transport", serverTransport,
-                        "--fsync", FSYNC)));
-                    replicated.put(t, starter.submit(() -> ReplicaSetServers.start(SET_NAME, 3, "--transport",
-                        serverTransport, "--fsync", FSYNC)));
+                    alone.put(t, starter.submit(() -> started(ServerProcess.start("--transport", serverTransport,
+                        "--fsync", FSYNC))));
+                    replicated.put(t, starter.submit(() -> started(ReplicaSetServers.start(SET_NAME, 3,
+                        "--transport", serverTransport, "--fsync", FSYNC))));
                 }
-                Future<List<RedisServer>> redisSet = redis ? starter.submit(Systems::startRedis) : null;
+                Future<List<RedisServer>> redisSet = redis ? starter.submit(() -> {
+                    List<RedisServer> r = startRedis();
+                    closeLast.addAll(r);
+                    return r;
+                }) : null;
                 for (String t : List.of("ucx", "tcp")) {
-                    ServerProcess a = get(alone.get(t));
-                    closeLast.add(a);
-                    ReplicaSetServers set = get(replicated.get(t));
-                    closeLast.add(set);
-                    sets.put("rdmastore-" + t, set);
+                    get(alone.get(t));
+                    sets.put("rdmastore-" + t, get(replicated.get(t)));
                 }
                 if (redisSet != null) {
-                    closeLast.addAll(get(redisSet));
+                    get(redisSet);
                 }
                 long t1 = System.nanoTime();
                 for (String t : List.of("ucx", "tcp")) {
@@ -251,8 +253,17 @@ public final class E6Replication implements Experiment {
                 System.err.printf(Locale.ROOT, "E6: servers up in %.1f s, %d clients per system connected and the "
                     + "sets caught up in %.1f s%n", (t1 - t0) / 1e9, clients, (System.nanoTime() - t1) / 1e9);
             } finally {
-                starter.shutdownNow();
+                // every start finishes (and registers what it started) before a failure closes them
+                starter.shutdown();
+                if (!starter.awaitTermination(300, TimeUnit.SECONDS)) {
+                    System.err.println("E6: server starts still running after 300 s");
+                }
             }
+        }
+
+        private <T extends AutoCloseable> T started(T server) {
+            closeLast.add(server);
+            return server;
         }
 
         /** Opens {@code n} clients and checks each runs on {@code transport}. */
@@ -359,7 +370,7 @@ public final class E6Replication implements Experiment {
             for (AutoCloseable c : closeFirst) {
                 closeQuietly(c);
             }
-            for (AutoCloseable c : closeLast) {
+            for (AutoCloseable c : List.copyOf(closeLast)) {
                 closeQuietly(c);
             }
         }
