@@ -222,7 +222,7 @@ public final class E6Replication implements Experiment {
                     ReplicaSetServers set = sets.get(system);
                     List<RdmaStoreClient> members = connect(clients,
                         () -> RdmaStoreClient.connect(set.uri("transport=" + t + "&timeout=30s")), t);
-                    links.put(system, caughtUpLinks(members.getFirst(), t));
+                    links.put(system, caughtUpLinks(members.getFirst(), t, set));
                     lanes.add(lane(system, "none", single, WriteConcern.W1));
                     lanes.add(lane(system, "w1", members, WriteConcern.W1));
                     lanes.add(lane(system, "wmajority", members, WriteConcern.MAJORITY));
@@ -399,8 +399,10 @@ public final class E6Replication implements Experiment {
      * Waits until both secondaries have caught up and the primary lists them (an election on a loaded machine may move
      * the primary meanwhile); returns their links.
      */
-    static String caughtUpLinks(RdmaStoreClient client, String transport) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    static String caughtUpLinks(RdmaStoreClient client, String transport, ReplicaSetServers set)
+        throws InterruptedException, java.io.IOException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(240);
+        int restarts = 0;
         while (true) {
             awaitCaughtUp(client, transport, 2, Duration.ofSeconds(120));
             try {
@@ -409,9 +411,28 @@ public final class E6Replication implements Experiment {
                 if (System.nanoTime() - deadline > 0) {
                     throw e;
                 }
-                Thread.sleep(200);
+                // a secondary whose pull connection fell back to another transport (its ucx upgrade timed out on a
+                // loaded machine) keeps it until it reconnects: restart that member, at most 3 times
+                ReplicaSetServers.Member wrong = wrongLink(e.getMessage(), set);
+                if (wrong != null && restarts++ < 3) {
+                    System.err.println("E6: " + e.getMessage() + "; restarting " + wrong);
+                    wrong.kill();
+                    wrong.start();
+                } else {
+                    Thread.sleep(200);
+                }
             }
         }
+    }
+
+    /** The member a {@link #memberLinks} failure names as pulling over the wrong transport, or null. */
+    private static ReplicaSetServers.Member wrongLink(String message, ReplicaSetServers set) {
+        String prefix = "E6: the secondary ";
+        if (message == null || !message.startsWith(prefix)) {
+            return null;
+        }
+        String id = message.substring(prefix.length(), message.indexOf(' ', prefix.length()));
+        return set.members().stream().filter(m -> m.id.equals(id)).findFirst().orElse(null);
     }
 
     /**
