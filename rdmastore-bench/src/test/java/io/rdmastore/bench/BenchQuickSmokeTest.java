@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BenchQuickSmokeTest {
 
     @Test
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void everyExperimentWritesItsFiles(@TempDir Path tmp) throws Exception {
         long start = System.nanoTime();
         int code = BenchMain.run(new String[] {"all", "--quick", "--out", tmp.toString()});
