@@ -40,8 +40,9 @@ import redis.clients.jedis.Jedis;
  *   <li>failover: SIGKILL of the primary, then the time until a client that rediscovers the primary through ROLE gets a
  *   {@code w:majority} write acknowledged; the killed member is restarted and caught up before the next kill.</li>
  * </ul>
- * Every system runs at once and the cells are interleaved (each size and client count runs every system and variant
- * back to back), so the ratios compare figures taken under the same machine load.
+ * One group runs at a time (ucx: its standalone server and set; then tcp; then redis), and within a group each size and
+ * client count runs none, w1 and wmajority back to back, so those ratios compare figures taken under the same load;
+ * idle servers of other groups would still poll and take the measured ones' cores on a small machine.
  *
  * <p>Threads: the driver runs on the calling thread; each cell's client threads own one connection each.
  */
