@@ -24,6 +24,7 @@ public final class BenchMain {
         EXPERIMENTS.put("E3", E3Zipf::new);
         EXPERIMENTS.put("YCSB", YcsbWorkloads::new);
         EXPERIMENTS.put("RESP", RespBenchmark::new);
+        EXPERIMENTS.put("E6", E6Replication::new);
     }
 
     private BenchMain() {

@@ -19,6 +19,11 @@ final class Charts {
     }
 
     static void bar(Path file, String title, List<Row> rows) throws IOException {
+        bar(file, title, rows, false);
+    }
+
+    /** The same, with a logarithmic value axis when {@code logY} (for figures spanning orders of magnitude). */
+    static void bar(Path file, String title, List<Row> rows, boolean logY) throws IOException {
         if (rows.isEmpty()) {
             return;
         }
@@ -36,11 +41,18 @@ final class Charts {
         CategoryChart chart = new CategoryChartBuilder().width(900).height(500).title(title).xAxisTitle("size")
             .yAxisTitle(metric).build();
         chart.getStyler().setLegendPosition(org.knowm.xchart.style.Styler.LegendPosition.InsideNE);
+        if (logY) {
+            // XChart's bars start at 0, which a log axis cannot show: draw each series as markers joined by lines
+            chart.getStyler().setYAxisLogarithmic(true);
+            chart.getStyler().setDefaultSeriesRenderStyle(
+                org.knowm.xchart.CategorySeries.CategorySeriesRenderStyle.Line);
+        }
         List<String> x = new ArrayList<>(sizes);
         for (Map.Entry<String, Map<String, Double>> e : series.entrySet()) {
             List<Double> y = new ArrayList<>();
             for (String s : x) {
-                y.add(e.getValue().getOrDefault(s, 0.0));
+                // a log axis cannot show 0: a missing cell is drawn as 1
+                y.add(e.getValue().getOrDefault(s, logY ? 1.0 : 0.0));
             }
             chart.addSeries(e.getKey(), x, y);
         }

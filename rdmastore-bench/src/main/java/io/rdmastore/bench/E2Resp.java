@@ -9,7 +9,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 
 /**
- * E2's Redis client: SET and GET over one blocking socket, unpipelined, the way a single Jedis connection talks to
+ * E2's and E6's Redis client: SET, GET, and SET followed by WAIT, over one blocking socket, unpipelined, the way a single Jedis connection talks to
  * redis-server (write the command, read the reply). The bench module carries no Redis driver, and this keeps the client
  * side cheap and the same for every size: the request is built in one reused array, the value is read into another.
  *
@@ -44,6 +44,29 @@ final class E2Resp implements AutoCloseable {
             throw new IOException("redis SET: unexpected reply '" + (char) c + line() + "'");
         }
         line();
+    }
+
+    /**
+     * SET key value and {@code WAIT numReplicas 0} sent together in one write (pipelined, as a client that needs the
+     * write on replicas would), then both replies read; returns WAIT's count of replicas. Throws unless SET answers +OK.
+     */
+    long setWait(byte[] key, byte[] val, int numReplicas) throws IOException {
+        int n = put(0, "*3\r\n$3\r\nSET\r\n");
+        n = bulk(n, key);
+        n = bulk(n, val);
+        String replicas = Integer.toString(numReplicas);
+        n = put(n, "*3\r\n$4\r\nWAIT\r\n$" + replicas.length() + "\r\n" + replicas + "\r\n$1\r\n0\r\n");
+        out.write(request, 0, n);
+        int c = in.read();
+        if (c != '+') {
+            throw new IOException("redis SET: unexpected reply '" + (char) c + line() + "'");
+        }
+        line();
+        c = in.read();
+        if (c != ':') {
+            throw new IOException("redis WAIT: unexpected reply '" + (char) c + line() + "'");
+        }
+        return Long.parseLong(line());
     }
 
     /** GET key; returns the value's length (-1 when absent); the bytes are in {@link #value()}. */

@@ -49,11 +49,13 @@ public final class ServerProcess implements AutoCloseable {
         cmd.add("--dir");
         cmd.add(dir.toString());
         cmd.addAll(List.of(extraArgs));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD);
+        // stderr goes to a file, so a server that does not come up can say why
+        Path err = Files.createTempFile("rdmastore-bench-server-", ".err");
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(err.toFile());
         pb.environment().put("UCX_ERROR_SIGNALS", "");
         Process p = pb.start();
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         String line;
         while ((line = r.readLine()) != null && System.nanoTime() < deadline) {
             if (line.startsWith("rdmastore listening on ")) {
@@ -67,12 +69,23 @@ public final class ServerProcess implements AutoCloseable {
                 }, "server-stdout");
                 drain.setDaemon(true);
                 drain.start();
+                Files.deleteIfExists(err);
                 return new ServerProcess(p, dir, port);
             }
         }
+        boolean exited = !p.isAlive();
         p.destroyForcibly();
         delete(dir);
-        throw new IOException("rdmastore server did not start: " + String.join(" ", extraArgs));
+        String why;
+        try {
+            List<String> lines = Files.readAllLines(err, StandardCharsets.UTF_8);
+            why = String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+        } catch (IOException e) {
+            why = "(stderr unreadable: " + e + ")";
+        }
+        Files.deleteIfExists(err);
+        throw new IOException("rdmastore server did not start (" + (exited ? "it exited" : "no ready line in 120 s")
+            + "): " + String.join(" ", extraArgs) + "; its stderr:\n" + why);
     }
 
     public int port() {

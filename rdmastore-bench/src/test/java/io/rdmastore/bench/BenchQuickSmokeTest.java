@@ -16,12 +16,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * CI smoke test: {@code bench all --quick} runs every registered experiment and each writes its JSON and Markdown,
- * and report.md carries the summary and every experiment. Asserts no timing.
+ * and report.md carries the summary and every experiment; E6's rows are named as DESIGN.md section 6 says. Asserts no
+ * timing.
  */
 class BenchQuickSmokeTest {
 
     @Test
-    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void everyExperimentWritesItsFiles(@TempDir Path tmp) throws Exception {
         long start = System.nanoTime();
         int code = BenchMain.run(new String[] {"all", "--quick", "--out", tmp.toString()});
@@ -45,9 +46,80 @@ class BenchQuickSmokeTest {
             assertTrue(md.contains("## " + id + ":"), "report.md has a section for " + id);
         }
         assertTrue(missing.isEmpty(), "files missing: " + missing + "\n" + md);
+        assertE6Rows(Files.readString(run.resolve("E6.json")));
         assertTrue(md.contains("## Summary"), "report.md has the summary table");
         assertTrue(md.contains("- versions: "), "report.md names the versions");
         assertEquals(0, code, "every experiment succeeded:\n" + md);
+    }
+
+    /** E6 --quick: latency rows for every system and variant, throughput fractions, and both failover figures. */
+    private static void assertE6Rows(String json) {
+        List<String> rows = new ArrayList<>();
+        for (String system : List.of("rdmastore-ucx", "rdmastore-tcp")) {
+            for (String variant : List.of("none", "w1", "wmajority")) {
+                for (int clients : E6Replication.QUICK_CLIENTS) {
+                    rows.add(row(system, variant, 1024, clients, "p50_us"));
+                    rows.add(row(system, variant, 1024, clients, "p999_us"));
+                }
+                rows.add(row(system, variant, 1024, 4, "ops_per_s"));
+            }
+            rows.add(row(system, "wmajority", 1024, 4, "fraction_of_none"));
+        }
+        for (String variant : List.of("w1", "wmajority")) {
+            rows.add(row("redis", variant, 1024, 1, "p50_us"));
+        }
+        rows.add(row("rdmastore-ucx", "failover", 1024, 1, "failover_ms"));
+        rows.add(row("rdmastore-ucx", "failover", 1024, 1, "failover_p50_ms"));
+        List<String> absent = rows.stream().filter(r -> !json.contains(r)).toList();
+        assertTrue(absent.isEmpty(), "E6.json lacks " + absent + ":\n" + json);
+    }
+
+    private static String row(String system, String variant, int size, int clients, String metric) {
+        return "\"system\":\"" + system + "\", \"variant\":\"" + variant + "\", \"size_bytes\":" + size
+            + ", \"clients\":" + clients + ", \"metric\":\"" + metric + "\"";
+    }
+
+    @Test
+    @Timeout(10)
+    void e6TargetsCompareTheRightCells() {
+        java.util.Map<String, E6Replication.Cell> by = new java.util.LinkedHashMap<>();
+        for (E6Replication.Cell c : List.of(cell("rdmastore-ucx", "none", 10), cell("rdmastore-ucx", "w1", 10.5),
+            cell("rdmastore-ucx", "wmajority", 25), cell("rdmastore-tcp", "wmajority", 150),
+            cell("redis", "wmajority", 100))) {
+            by.put(E6Replication.key(c.system(), c.variant(), c.size(), c.clients()), c);
+        }
+        java.util.Map<String, E6Replication.Cell> tp = new java.util.LinkedHashMap<>();
+        tp.put("rdmastore-ucx/none", cell("rdmastore-ucx", "none", 1000));
+        tp.put("rdmastore-ucx/w1", cell("rdmastore-ucx", "w1", 950));
+        tp.put("rdmastore-ucx/wmajority", cell("rdmastore-ucx", "wmajority", 600));
+        List<List<String>> t = E6Replication.targets(by, tp,
+            java.util.Map.of("rdmastore-ucx", List.of(900.0, 2500.0, 800.0)));
+        String all = t.toString();
+        assertTrue(all.contains("[w:majority p50 redis+WAIT / ucx, 4.00x (100.0 / 25.0 us), >= 5x, missed]"), all);
+        assertTrue(all.contains("[w:majority p50 tcp / ucx, 6.00x (150.0 / 25.0 us), >= 5x, met]"), all);
+        assertTrue(all.contains("[w:majority p50 ucx / none ucx, 2.50x (25.0 / 10.0 us), <= 3x, met]"), all);
+        assertTrue(all.contains("[w:1 p50 overhead over none, ucx, +5.0 %, < 10 %, met]"), all);
+        assertTrue(all.contains("[throughput w1 / none, ucx, 95 %, >= 90 %, met]"), all);
+        assertTrue(all.contains("[throughput wmajority / none, ucx, 60 %, >= 70 %, missed]"), all);
+        assertTrue(all.contains("[failover p50, rdmastore-ucx, 900 ms, < 1000 ms, met]"), all);
+        assertTrue(all.contains("[failover max, rdmastore-ucx, 2500 ms, < 2000 ms, missed]"), all);
+    }
+
+    private static E6Replication.Cell cell(String system, String variant, double value) {
+        return new E6Replication.Cell(system, variant, 1024, 1, value, value, value, value, 1, 0);
+    }
+
+    @Test
+    @Timeout(10)
+    void e6ChecksThatEveryMemberLinkRunsOnTheTransport() {
+        String info = "# replication\r\nrole:master\r\nslave0:id=n2,ip=127.0.0.1,port=1,state=online,offset=3,"
+            + "lag=0,lag_records=0,transport=ucx\r\nslave1:id=n3,ip=127.0.0.1,port=2,state=online,offset=3,lag=0,"
+            + "lag_records=0,transport=tcp\r\n";
+        assertEquals("n2 ucx, n3 ucx", E6Replication.memberLinks(info.replace("transport=tcp", "transport=ucx"),
+            "ucx"));
+        IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+            () -> E6Replication.memberLinks(info, "ucx"));
+        assertTrue(e.getMessage().contains("n3 pulls over tcp"), e.getMessage());
     }
 
     @Test
@@ -76,7 +148,14 @@ class BenchQuickSmokeTest {
         results.put("EL", List.of(new Row("EL", "rdmastore-ucx", "x", 32, 1, "p50_us", 10),
             new Row("EL", "redis", "x", 32, 1, "p50_us", 50)));
         results.put("EF", null);
+        // E6's headline is the replicated variant, not each system's best (which would be the unreplicated server)
+        results.put("E6", List.of(new Row("E6", "rdmastore-ucx", "none", 1024, 1, "p50_us", 5),
+            new Row("E6", "rdmastore-ucx", "wmajority", 1024, 1, "p50_us", 20),
+            new Row("E6", "rdmastore-tcp", "none", 1024, 1, "p50_us", 30),
+            new Row("E6", "rdmastore-tcp", "wmajority", 1024, 1, "p50_us", 100),
+            new Row("E6", "redis", "wmajority", 1024, 1, "p50_us", 200)));
         String t = Summary.table(results);
+        assertTrue(t.contains("| E6 | p50_us (wmajority) | 5.00x (1 cells) | 10.00x (1 cells) | 2.00x (1 cells) |"), t);
         assertTrue(t.contains("| EX | ops_per_s | 4.00x (1 cells) | 2.00x (1 cells) | 0.50x (1 cells) | - |"), t);
         assertTrue(t.contains("| EL | p50_us | - | 5.00x (1 cells) |"), t);
         assertTrue(t.contains("| EF | FAILED"), t);
