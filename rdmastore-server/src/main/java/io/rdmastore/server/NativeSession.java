@@ -130,6 +130,10 @@ final class NativeSession implements MessageHandler {
         WireWriter w = writer.header(ProtocolDescriptor.STATUS_OK, id);
         long start = System.nanoTime();
         storeStartNanos = start;
+        ReplicaSet rs = server.replicaSet();
+        if (rs != null) {
+            ReplicaSet.enterRequest();
+        }
         try {
             if (size > config.maxRequestBytes()) {
                 error(id, "ERR request of " + size + " bytes exceeds limit of " + config.maxRequestBytes()
@@ -160,7 +164,13 @@ final class NativeSession implements MessageHandler {
         }
         long executed = System.nanoTime();
         server.recordProcessNanos(executed - start);
-        send(writer);
+        try {
+            send(writer);
+        } finally {
+            if (rs != null) {
+                rs.exitRequest();
+            }
+        }
         if (timing != null) {
             timing.record(opcode, storeStartNanos - start, executed - storeStartNanos, System.nanoTime() - executed);
         }

@@ -829,11 +829,41 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     // The primary: waking pulls, counting acknowledgements
     // ---------------------------------------------------------------------------------------------------------------
 
+    /** Per thread: [0] inside a native request whose reply is not sent yet, [1] a wake is owed when it is. */
+    private static final ThreadLocal<int[]> REQUEST = ThreadLocal.withInitial(() -> new int[2]);
+
+    /**
+     * A native request starts on this thread: the pulls its writes would wake are woken after its reply is sent
+     * ({@link #exitRequest}), so a {@code w:1} writer does not wait while the secondaries' replies are built.
+     */
+    public static void enterRequest() {
+        REQUEST.get()[0] = 1;
+    }
+
+    /** The request's reply is sent: wakes the pulls its writes owe. */
+    public void exitRequest() {
+        int[] r = REQUEST.get();
+        r[0] = 0;
+        if (r[1] != 0) {
+            r[1] = 0;
+            wakePulls();
+        }
+    }
+
     /** Called by the store after each committed write (on the writer's thread, locks released). */
     private void onAppend() {
         if (pendingFetches.isEmpty()) {
             return;
         }
+        int[] r = REQUEST.get();
+        if (r[0] != 0) {
+            r[1] = 1;
+            return;
+        }
+        wakePulls();
+    }
+
+    private void wakePulls() {
         for (Map.Entry<String, PendingFetch> e : pendingFetches.entrySet()) {
             if (pendingFetches.remove(e.getKey(), e.getValue())) {
                 e.getValue().complete();
