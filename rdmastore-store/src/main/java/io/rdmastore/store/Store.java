@@ -2233,6 +2233,25 @@ public final class Store implements AutoCloseable {
         }
     }
 
+    /**
+     * Snapshot {@code base} is durable under its final name: makes the rename durable, deletes the segments and
+     * snapshots it replaces, and makes the deletions durable.
+     */
+    private void retireOlderThan(long base) throws IOException {
+        LogWriter.syncDirectory(dir);
+        for (Path p : listSorted(dir, false)) {
+            if (LogDescriptor.segmentId(p) < base) {
+                Files.deleteIfExists(p);
+            }
+        }
+        for (Path p : listSorted(dir, true)) {
+            if (LogDescriptor.snapshotId(p) < base) {
+                Files.deleteIfExists(p);
+            }
+        }
+        LogWriter.syncDirectory(dir);
+    }
+
     private record CollectionCopy(byte[] name, List<BsonDocument> docs) {
     }
 
@@ -2316,18 +2335,7 @@ public final class Store implements AutoCloseable {
             throw e;
         }
         Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-        LogWriter.syncDirectory(dir);
-        for (Path p : listSorted(dir, false)) {
-            if (LogDescriptor.segmentId(p) < base) {
-                Files.deleteIfExists(p);
-            }
-        }
-        for (Path p : listSorted(dir, true)) {
-            if (LogDescriptor.snapshotId(p) < base) {
-                Files.deleteIfExists(p);
-            }
-        }
-        LogWriter.syncDirectory(dir);
+        retireOlderThan(base);
         lastSnapshotMillis = System.currentTimeMillis();
         LOG.info("snapshot {} written: {} records, {} bytes, {} ms", target.getFileName(), records,
                 Files.size(target), (System.nanoTime() - started) / 1_000_000);
@@ -2573,18 +2581,7 @@ public final class Store implements AutoCloseable {
                 long base = log.rotate();
                 Files.move(file, dir.resolve(LogDescriptor.snapshotName(base)), StandardCopyOption.ATOMIC_MOVE,
                     StandardCopyOption.REPLACE_EXISTING);
-                LogWriter.syncDirectory(dir);
-                for (Path p : listSorted(dir, false)) {
-                    if (LogDescriptor.segmentId(p) < base) {
-                        Files.deleteIfExists(p);
-                    }
-                }
-                for (Path p : listSorted(dir, true)) {
-                    if (LogDescriptor.snapshotId(p) < base) {
-                        Files.deleteIfExists(p);
-                    }
-                }
-                LogWriter.syncDirectory(dir);
+                retireOlderThan(base);
                 log.resetPosition(pos[0], pos[1]);
                 bytesSinceSnapshot.set(0);
                 lastSnapshotMillis = System.currentTimeMillis();
