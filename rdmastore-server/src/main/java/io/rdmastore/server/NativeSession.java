@@ -140,11 +140,16 @@ final class NativeSession implements MessageHandler {
                     + " bytes (max-request-bytes)");
             } else {
                 reader.wrap(message, ProtocolDescriptor.HEADER_LENGTH);
-                long before = Store.lastCommitIndex();
-                execute(opcode, id, reader, w);
-                long after = Store.lastCommitIndex();
-                if (after != before) {
-                    lastWriteIndex = after;
+                if (rs == null) {
+                    execute(opcode, id, reader, w);
+                } else {
+                    // Only a replica set's WAIT needs the index of this connection's last write.
+                    long before = Store.lastCommitIndex();
+                    execute(opcode, id, reader, w);
+                    long after = Store.lastCommitIndex();
+                    if (after != before) {
+                        lastWriteIndex = after;
+                    }
                 }
             }
         } catch (WireReader.LimitException e) {

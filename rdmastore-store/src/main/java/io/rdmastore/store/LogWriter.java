@@ -139,7 +139,10 @@ final class LogWriter implements AutoCloseable {
             long t = term;
             long i = lastIndex + 1;
             f.stamp(t, i);
-            oplog.add(t, i, oplog.retains() ? f.frameCopy() : null);
+            if (oplog.retains()) {
+                // A standalone store keeps no window: its position lives here alone, no monitor per write.
+                oplog.add(t, i, f.frameCopy());
+            }
             lastTerm = t;
             lastIndex = i;
         } else {
@@ -147,7 +150,9 @@ final class LogWriter implements AutoCloseable {
                 throw new StoreException("replicated frame at index " + replIndex + " does not follow this log's "
                     + lastIndex);
             }
-            oplog.add(replTerm, replIndex, oplog.retains() ? replFrame : null);
+            if (oplog.retains()) {
+                oplog.add(replTerm, replIndex, replFrame);
+            }
             lastTerm = replTerm;
             lastIndex = replIndex;
         }

@@ -2379,7 +2379,10 @@ public final class Store implements AutoCloseable {
     public record SnapshotFile(Path path, long term, long index) {
     }
 
-    /** The recent frames by (term, index), for secondaries and rollbacks. */
+    /**
+     * The recent frames by (term, index), for secondaries and rollbacks. A store without a window (standalone) keeps
+     * none and does not track its position here: {@link #lastPosition()} is the log's.
+     */
     public Oplog oplog() {
         return oplog;
     }

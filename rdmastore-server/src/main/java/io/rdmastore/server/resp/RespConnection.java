@@ -515,12 +515,16 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         long started = System.nanoTime();
         long errorsBefore = w.errors;
         current = null;
-        long indexBefore = Store.lastCommitIndex();
+        // Only a replica set's WAIT needs the index of this client's last write.
+        boolean replicated = face.replicaSet() != null;
+        long indexBefore = replicated ? Store.lastCommitIndex() : 0;
         try {
             face.commands.execute(this, argv, argc);
-            long indexAfter = Store.lastCommitIndex();
-            if (indexAfter != indexBefore) {
-                lastWriteIndex = indexAfter;
+            if (replicated) {
+                long indexAfter = Store.lastCommitIndex();
+                if (indexAfter != indexBefore) {
+                    lastWriteIndex = indexAfter;
+                }
             }
         } catch (ReadOnlyException e) {
             // A replica set's secondary: Redis's text, so clients (and Sentinel-aware ones) react as to a replica.
