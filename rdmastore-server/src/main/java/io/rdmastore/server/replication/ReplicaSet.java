@@ -1087,10 +1087,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
                 sleep(role == Role.STARTING ? 10 : 20);
                 continue;
             }
-            long term;
-            synchronized (memberLock) {
-                term = acceptedTerm;
-            }
+            long term = acceptedTerm;
             try {
                 long[] prev = store.lastPosition();
                 Batch b = fetch(target, term, prev, prev[1], lastRoundSeen, (int) config.fetchWait().toMillis(), false);
@@ -1164,11 +1161,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
 
     private void resyncQuietly(String from, boolean diverged) {
         try {
-            long term;
-            synchronized (memberLock) {
-                term = acceptedTerm;
-            }
-            resync(from, term, diverged, false);
+            resync(from, acceptedTerm, diverged, false);
         } catch (IOException | RuntimeException e) {
             LOG.warn("resync from {} failed: {}", from, e.toString());
             dropPeer(from);
@@ -1325,6 +1318,31 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         return "this member is a secondary; the primary is " + p + " at " + primaryAddress();
     }
 
+    /** A secondary as the primary sees it: its client address, acknowledged index, and ms since its last pull. */
+    public record Secondary(String id, String host, int port, long ackIndex, long lagMs, String transport,
+                            String transportReason) {
+    }
+
+    /** The secondaries that pulled from this member while it is primary (empty on a secondary). */
+    public List<Secondary> secondaries() {
+        if (role != Role.PRIMARY) {
+            return List.of();
+        }
+        long now = System.nanoTime();
+        List<Secondary> out = new ArrayList<>();
+        for (Progress p : progress.values()) {
+            InetSocketAddress a = members.get(p.id);
+            out.add(new Secondary(p.id, a == null ? "?" : a.getHostString(), a == null ? 0 : a.getPort(), p.ackIndex,
+                (now - p.lastContactNanos) / 1_000_000, p.transport, p.transportReason));
+        }
+        return out;
+    }
+
+    /** A secondary's link to its primary: a pull answered within the last 2 s. */
+    public boolean linkUp() {
+        return pullingFrom != null && System.nanoTime() - lastPullNanos < 2_000_000_000L;
+    }
+
     /** INFO replication, with Redis's field names where Redis has one. */
     public Map<String, String> info() {
         Map<String, String> m = new LinkedHashMap<>();
@@ -1336,17 +1354,15 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         m.put("term", Long.toString(term()));
         m.put("primary", primaryId() == null ? "" : primaryId());
         if (role == Role.PRIMARY) {
-            long now = System.nanoTime();
-            m.put("connected_slaves", Integer.toString(progress.size()));
-            int i = 0;
-            for (Progress p : progress.values()) {
-                InetSocketAddress a = members.get(p.id);
-                long lagMs = (now - p.lastContactNanos) / 1_000_000;
-                m.put("slave" + i++, "id=" + p.id + ",ip=" + (a == null ? "?" : a.getHostString()) + ",port="
-                    + (a == null ? 0 : a.getPort()) + ",state=" + (lagMs < 2000 ? "online" : "lost") + ",offset="
-                    + p.ackIndex + ",lag=" + (lagMs / 1000) + ",lag_ms=" + lagMs + ",lag_records=" + Math.max(0, pos[1] - p.ackIndex)
-                    + ",transport=" + p.transport);
-                m.put("slave" + (i - 1) + "_transport_reason", p.transportReason);
+            List<Secondary> secondaries = secondaries();
+            m.put("connected_slaves", Integer.toString(secondaries.size()));
+            for (int i = 0; i < secondaries.size(); i++) {
+                Secondary x = secondaries.get(i);
+                m.put("slave" + i, "id=" + x.id() + ",ip=" + x.host() + ",port=" + x.port() + ",state="
+                    + (x.lagMs() < 2000 ? "online" : "lost") + ",offset=" + x.ackIndex() + ",lag=" + (x.lagMs() / 1000)
+                    + ",lag_ms=" + x.lagMs() + ",lag_records=" + Math.max(0, pos[1] - x.ackIndex()) + ",transport="
+                    + x.transport());
+                m.put("slave" + i + "_transport_reason", x.transportReason());
             }
             m.put("commit_index", Long.toString(commitIndex()));
         } else {
@@ -1354,8 +1370,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             int colon = addr.lastIndexOf(':');
             m.put("master_host", colon > 0 ? addr.substring(0, colon) : "");
             m.put("master_port", colon > 0 ? addr.substring(colon + 1) : "0");
-            boolean up = pullingFrom != null && System.nanoTime() - lastPullNanos < 2_000_000_000L;
-            m.put("master_link_status", up ? "up" : "down");
+            m.put("master_link_status", linkUp() ? "up" : "down");
             m.put("master_last_io_seconds_ago", lastPullNanos == 0 ? "-1"
                 : Long.toString((System.nanoTime() - lastPullNanos) / 1_000_000_000L));
             m.put("master_sync_in_progress", "0");

@@ -3,7 +3,6 @@ package io.rdmastore.server.resp;
 import io.rdmastore.server.replication.ReplicaSet;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -32,58 +31,23 @@ final class RespReplication {
                 w.arrayHeader(0);
                 return;
             }
-            List<String[]> slaves = slaves(rs);
+            List<ReplicaSet.Secondary> slaves = rs.secondaries();
             w.arrayHeader(slaves.size());
-            for (String[] s : slaves) {
+            for (ReplicaSet.Secondary x : slaves) {
                 w.arrayHeader(3);
-                w.bulk(s[0]);
-                w.bulk(s[1]);
-                w.bulk(s[2]);
+                w.bulk(x.host());
+                w.bulk(Integer.toString(x.port()));
+                w.bulk(Long.toString(x.ackIndex()));
             }
             return;
         }
-        Map<String, String> info = rs.info();
+        String primary = rs.primaryAddress();
         w.arrayHeader(5);
         w.bulk("slave");
-        w.bulk(info.getOrDefault("master_host", ""));
-        w.integer(parse(info.getOrDefault("master_port", "0")));
-        w.bulk("up".equals(info.get("master_link_status")) ? "connected" : "connect");
+        w.bulk(host(primary));
+        w.integer(Long.parseLong(port(primary)));
+        w.bulk(rs.linkUp() ? "connected" : "connect");
         w.integer(offset);
-    }
-
-    /** {ip, port, offset} of each secondary the primary knows, from its INFO replication lines. */
-    private static List<String[]> slaves(ReplicaSet rs) {
-        List<String[]> out = new ArrayList<>();
-        for (Map.Entry<String, String> e : rs.info().entrySet()) {
-            if (!e.getKey().matches("slave\\d+")) {
-                continue;
-            }
-            String ip = "";
-            String port = "0";
-            String offset = "0";
-            for (String kv : e.getValue().split(",")) {
-                int eq = kv.indexOf('=');
-                if (eq < 0) {
-                    continue;
-                }
-                switch (kv.substring(0, eq)) {
-                    case "ip" -> ip = kv.substring(eq + 1);
-                    case "port" -> port = kv.substring(eq + 1);
-                    case "offset" -> offset = kv.substring(eq + 1);
-                    default -> { }
-                }
-            }
-            out.add(new String[] {ip, port, offset});
-        }
-        return out;
-    }
-
-    private static long parse(String s) {
-        try {
-            return Long.parseLong(s);
-        } catch (NumberFormatException e) {
-            return 0;
-        }
     }
 
     /** WAIT numreplicas timeout: how many secondaries hold this client's writes, once enough do or time is up. */
