@@ -20,6 +20,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -48,14 +50,68 @@ public final class BlobClient {
     /** Throughput assumed when stretching a transfer's time-out with its size: 50 MB/s. */
     private static final long SLOWEST_BYTES_PER_SECOND = 50_000_000L;
 
+    /**
+     * How a put reaches the other members of a replica set (docs/blobs.md, "Distribution to a replica set"). Ignored
+     * for a single server.
+     */
+    public enum Distribution {
+        /** {@link #PARALLEL} to the members this client reaches over ucx; the others pull from the primary. */
+        AUTO,
+        /** Every member pulls the client's buffer at once, whatever the transport (paper 004's parallel pull). */
+        PARALLEL,
+        /** Client to primary to the next member to the next, each lending onwards what it has received (HDFS). */
+        PIPELINE,
+        /** Only the primary pulls from the client; the others pull its file after the commit. */
+        PRIMARY;
+
+        /** Parses {@code auto}, {@code parallel}, {@code pipeline} or {@code primary}. */
+        public static Distribution parse(String s) {
+            try {
+                return valueOf(s.toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("unknown blob distribution '" + s
+                    + "' (expected auto, parallel, pipeline or primary)");
+            }
+        }
+    }
+
     private final ClientCore core;
     private final Duration timeout;
     private final WriteConcern writeConcern;
+    private final Distribution distribution;
+    private final boolean waitAll;
 
     BlobClient(ClientCore core, Duration timeout, WriteConcern writeConcern) {
+        this(core, timeout, writeConcern, Distribution.AUTO, false);
+    }
+
+    private BlobClient(ClientCore core, Duration timeout, WriteConcern writeConcern, Distribution distribution,
+                       boolean waitAll) {
         this.core = core;
         this.timeout = timeout;
         this.writeConcern = writeConcern;
+        this.distribution = distribution;
+        this.waitAll = waitAll;
+    }
+
+    /** This client with puts distributed to a replica set's members as {@code d} says. */
+    public BlobClient distribution(Distribution d) {
+        return new BlobClient(core, timeout, writeConcern, java.util.Objects.requireNonNull(d, "distribution"),
+            waitAll);
+    }
+
+    /** This client with write concern {@code w} for its puts. */
+    public BlobClient writeConcern(WriteConcern w) {
+        return new BlobClient(core, timeout, java.util.Objects.requireNonNull(w, "writeConcern"), distribution,
+            waitAll);
+    }
+
+    /**
+     * This client with puts that return only once every member of the replica set holds the blob (a WAIT for all
+     * secondaries after the write; the benchmark's "written to 3 members").
+     */
+    public BlobClient waitForAllMembers(boolean all) {
+        return new BlobClient(core, timeout, writeConcern, distribution, all);
     }
 
     /**
@@ -111,15 +167,157 @@ public final class BlobClient {
 
     private BlobInfo put(byte[] key, BlobBuffer buffer, long length, int crc) {
         Connection c = core.connection();
+        Topology topology = core.topology();
+        List<Topology.Member> others = new ArrayList<>();
+        if (topology != null && topology.isReplicaSet() && length > 0 && distribution != Distribution.PRIMARY) {
+            for (Topology.Member m : topology.members()) {
+                if (!m.address().equals(topology.primaryAddress())) {
+                    others.add(m);
+                }
+            }
+        }
         byte[] descriptor = length == 0 ? new byte[0] : buffer.registration(c).descriptor();
-        ClientCore.Call<Long> call = core.call(ProtocolDescriptor.BLOB_PUT,
-            w -> w.bytes(key).i64(length).i32(crc).bytes(descriptor), (st, r) -> {
+        if (others.isEmpty()) {
+            ClientCore.Call<Long> call = core.call(ProtocolDescriptor.BLOB_PUT,
+                w -> w.bytes(key).i64(length).i32(crc).bytes(descriptor), (st, r) -> {
+                    long v = r.i64("version");
+                    r.end();
+                    return v;
+                }, transferTimeout(length));
+            long version = written(c, ProtocolDescriptor.BLOB_PUT, call, transferTimeout(length));
+            if (waitAll && topology != null && topology.isReplicaSet()) {
+                core.awaitReplicas(c, ProtocolDescriptor.BLOB_PUT, topology.members().size() - 1,
+                    transferTimeout(length));
+            }
+            return new BlobInfo(version, length, crc);
+        }
+        long token = 0;
+        while (token == 0) {
+            token = java.util.concurrent.ThreadLocalRandom.current().nextLong();
+        }
+        long tok = token;
+        List<String> next = new ArrayList<>();
+        List<Staging> stages = new ArrayList<>();
+        try {
+            if (distribution == Distribution.PIPELINE) {
+                others.forEach(m -> next.add(m.address()));
+            } else {
+                for (Topology.Member m : others) {
+                    Staging st = stage(m, tok, length, crc, buffer);
+                    if (st != null) {
+                        stages.add(st);
+                    }
+                }
+            }
+            ClientCore.Call<Object[]> call = core.call(ProtocolDescriptor.BLOB_PUT, w -> {
+                w.bytes(key).i64(length).i32(crc).bytes(descriptor).i64(tok).i32(0).i32(next.size());
+                next.forEach(w::string);
+            }, (st, r) -> {
                 long v = r.i64("version");
+                List<BlobInfo.Member> results = readMembers(r);
                 r.end();
-                return v;
+                return new Object[] {v, results};
             }, transferTimeout(length));
-        long version = written(c, ProtocolDescriptor.BLOB_PUT, call, transferTimeout(length));
-        return new BlobInfo(version, length, crc);
+            Object[] reply = written(c, ProtocolDescriptor.BLOB_PUT, call, transferTimeout(length));
+            @SuppressWarnings("unchecked")
+            List<BlobInfo.Member> members = new ArrayList<>((List<BlobInfo.Member>) reply[1]);
+            for (Staging st : stages) {
+                members.add(st.await(transferTimeout(length)));
+            }
+            if (waitAll) {
+                core.awaitReplicas(c, ProtocolDescriptor.BLOB_PUT, topology.members().size() - 1,
+                    transferTimeout(length));
+            }
+            return new BlobInfo((Long) reply[0], length, crc, members);
+        } finally {
+            for (Staging st : stages) {
+                st.close(transferTimeout(length));
+            }
+        }
+    }
+
+    /** One member pulling this client's buffer ahead of the record (BLOB_STAGE). */
+    private final class Staging {
+        final Topology.Member member;
+        final PeerChannel channel;
+        final RegisteredMemory registration;
+        final CompletableFuture<List<BlobInfo.Member>> reply;
+
+        Staging(Topology.Member member, PeerChannel channel, RegisteredMemory registration,
+                CompletableFuture<List<BlobInfo.Member>> reply) {
+            this.member = member;
+            this.channel = channel;
+            this.registration = registration;
+            this.reply = reply;
+        }
+
+        BlobInfo.Member await(Duration t) {
+            try {
+                List<BlobInfo.Member> r = channel.await(reply, t);
+                return r.isEmpty() ? failed(member, "no result") : r.getFirst();
+            } catch (RuntimeException e) {
+                return failed(member, e.getMessage());
+            }
+        }
+
+        /** Never frees the buffer while the member may still read it: waits for its reply (bounded) first. */
+        void close(Duration t) {
+            if (!reply.isDone()) {
+                try {
+                    channel.await(reply, t);
+                } catch (RuntimeException e) {
+                    // failed or timed out: the member pulls from the primary instead
+                }
+            }
+            registration.close();
+        }
+    }
+
+    private static BlobInfo.Member failed(Topology.Member m, String why) {
+        return new BlobInfo.Member(m.id(), "parallel pull", false, why == null ? "failed" : why, 0, 0, 0);
+    }
+
+    /** Starts a member's pull of {@code buffer}; null when it is to pull from the primary instead. */
+    private Staging stage(Topology.Member m, long token, long length, int crc, BlobBuffer buffer) {
+        PeerChannel ch;
+        Connection mc;
+        try {
+            ch = core.memberChannel(m.address());
+            mc = ch.connection();
+        } catch (RuntimeException e) {
+            return null; // unreachable now: it pulls from the primary once it is back
+        }
+        if (distribution == Distribution.AUTO && mc.transportName().equals("tcp")) {
+            return null;
+        }
+        RegisteredMemory reg = mc.register(buffer.segment());
+        CompletableFuture<List<BlobInfo.Member>> reply;
+        try {
+            byte[] d = reg.descriptor();
+            reply = ch.call(ProtocolDescriptor.BLOB_STAGE,
+                w -> w.i64(token).i64(length).i32(crc).bytes(d).u8(0).i32(0).i32(0), (st, r) -> {
+                    List<BlobInfo.Member> x = readMembers(r);
+                    r.end();
+                    return x;
+                }, transferTimeout(length));
+        } catch (RuntimeException e) {
+            reg.close();
+            return null;
+        }
+        return new Staging(m, ch, reg, reply);
+    }
+
+    private static List<BlobInfo.Member> readMembers(io.rdmastore.client.protocol.WireReader r) {
+        int n = r.i32("results");
+        if (n < 0 || n > 64) {
+            throw new ProtocolException("bad result count " + n);
+        }
+        List<BlobInfo.Member> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(new BlobInfo.Member(r.string("member", 1024), r.string("path", 1024), r.u8("ok") != 0,
+                r.string("detail", 64 * 1024), r.i64("transfer"), r.i64("crc"), r.i64("sync")));
+        }
+        return out;
     }
 
     /** Stores {@code value} under {@code key}. */
@@ -374,6 +572,11 @@ public final class BlobClient {
      */
     private int pull(Lease lease, BlobBuffer buffer, LongConsumer progress) {
         return pull(lease, 0, lease.length, buffer, progress, null);
+    }
+
+    /** Pulls {@code length} bytes a peer lent (a member's lease) into {@code buffer}; returns their CRC32C. */
+    int pullLent(byte[] descriptor, long length, BlobBuffer buffer) {
+        return pull(new Lease(0, length, 0, 0, descriptor), buffer, null);
     }
 
     /**

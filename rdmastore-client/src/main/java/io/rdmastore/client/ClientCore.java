@@ -129,6 +129,8 @@ final class ClientCore implements AutoCloseable {
     /** Replica set with a read preference other than primary: the secondary serving reads, or null. */
     private volatile Session secondary;
     private volatile Topology topology;
+    /** Channels to other members for blob puts' parallel pulls, by address. */
+    private final Map<String, PeerChannel> memberChannels = new java.util.concurrent.ConcurrentHashMap<>();
     /** Members to ask for their ROLE: the seeds, then every member a ROLE reply named. Guarded by connectLock. */
     private final List<InetSocketAddress> known = new ArrayList<>();
     /** When a discovery last ran (System.nanoTime); guarded by connectLock. */
@@ -1044,25 +1046,51 @@ final class ClientCore implements AutoCloseable {
      * @throws RdmaStoreWriteConcernException when the majority is not confirmed
      */
     void awaitMajority(Connection used, byte opcode, WriteConcern wc, Duration timeout) {
+        awaitReplicas(used, opcode, ProtocolDescriptor.WAIT_MAJORITY, wc.wtimeout(timeout), timeout);
+    }
+
+    /** As {@link #awaitMajority}, for {@code replicas} secondaries. */
+    void awaitReplicas(Connection used, byte opcode, int replicas, Duration timeout) {
+        awaitReplicas(used, opcode, replicas, timeout, timeout);
+    }
+
+    private void awaitReplicas(Connection used, byte opcode, int replicas, Duration wt, Duration timeout) {
         String op = ProtocolDescriptor.opcodeName(opcode);
+        String what = replicas == ProtocolDescriptor.WAIT_MAJORITY ? "majority" : replicas + " secondaries";
         Session s = session;
         if (s == null || s.connection != used || !s.open) {
             throw new RdmaStoreWriteConcernException(op + " was applied but its connection was lost before the "
-                + "WAIT for write concern majority", null);
+                + "WAIT for write concern " + what + "", null);
         }
-        Duration wt = wc.wtimeout(timeout);
         long ms = Math.max(1, wt.toMillis());
-        Call<Long> wait = send(s, ProtocolDescriptor.WAIT, w -> w.i32(ProtocolDescriptor.WAIT_MAJORITY).i64(ms),
+        Call<Long> wait = send(s, ProtocolDescriptor.WAIT, w -> w.i32(replicas).i64(ms),
             (st, r) -> r.i64("acked"), wt.plus(timeout));
+        long acked;
         try {
-            await(s, wait, wt.plus(timeout));
+            acked = await(s, wait, wt.plus(timeout));
         } catch (RdmaStoreException e) {
             if (isNotPrimary(e) && replicated) {
                 s.notPrimary = true;
             }
             throw new RdmaStoreWriteConcernException(op + " was applied on " + s.address
-                + " but write concern majority was not confirmed: " + e.getMessage(), e);
+                + " but write concern " + what + " was not confirmed: " + e.getMessage(), e);
         }
+        if (replicas > 0 && acked < replicas) {
+            throw new RdmaStoreWriteConcernException(op + " was applied on " + s.address + " but only " + acked
+                + " of " + replicas + " secondaries confirmed it within " + ms + " ms", null);
+        }
+    }
+
+    /**
+     * A channel to one member of the replica set (a blob put's parallel pull), made like this client's own
+     * connections (transport, password, TLS) and kept until the client closes.
+     */
+    PeerChannel memberChannel(String address) {
+        return memberChannels.computeIfAbsent(address, a -> {
+            InetSocketAddress at = ClientConfig.parseAddress(a, "member address");
+            return PeerChannel.open(new ClientConfig(at.getHostString(), at.getPort(), config.transport(),
+                config.password(), config.timeout(), null, null, null, null, null, config.tls(), config.tlsTrust()));
+        });
     }
 
     /** After a NOTPRIMARY reply to {@code used}: the next call rediscovers the primary. */
@@ -1137,6 +1165,7 @@ final class ClientCore implements AutoCloseable {
                 return;
             }
             closed = true;
+            memberChannels.values().forEach(PeerChannel::close);
             for (Session s : new Session[] {session, secondary}) {
                 if (s != null) {
                     s.open = false;

@@ -2,6 +2,8 @@ package io.rdmastore.client;
 
 import io.rdmastore.client.protocol.WireReader;
 import io.rdmastore.client.protocol.WireWriter;
+import io.rdmastore.transport.Connection;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -48,6 +50,27 @@ public final class PeerChannel implements AutoCloseable {
             return core.await(c, timeout);
         }
         return call.join();
+    }
+
+    /**
+     * The current connection (made now if there is none), for registering memory the peer reads one-sided, or reading
+     * the peer's.
+     */
+    public Connection connection() {
+        return core.connection();
+    }
+
+    /**
+     * Pulls {@code length} bytes the peer lent (its {@code descriptor}, from a lease) into {@code dst} with one-sided
+     * reads, several in flight, driving the transport on this thread; returns the CRC32C of what arrived.
+     *
+     * @throws RdmaStoreException when the transfer fails or times out
+     */
+    public int pull(byte[] descriptor, long length, MemorySegment dst, Duration timeout) {
+        BlobClient blobs = new BlobClient(core, timeout, WriteConcern.W1);
+        try (BlobBuffer b = blobs.wrap(dst)) {
+            return blobs.pullLent(descriptor, length, b);
+        }
     }
 
     /** The transport the current connection runs on ("tcp", "ucx"), or "none" before the first call. */

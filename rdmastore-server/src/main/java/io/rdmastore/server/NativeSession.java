@@ -88,7 +88,7 @@ final class NativeSession implements MessageHandler {
     private int retryDelayMicros;
     private volatile boolean closed;
     /** Oplog index of this connection's last write: what a WAIT waits for. Transport thread only. */
-    private long lastWriteIndex;
+    private volatile long lastWriteIndex;
 
     /** A reply that could not be offered yet; {@code bytes} is null until a deferred reply is ready. */
     private static final class PendingReply {
@@ -354,6 +354,17 @@ final class NativeSession implements MessageHandler {
             case ProtocolDescriptor.BLOB_GET_DONE -> server.blobs().getDone(this, r, w);
             case ProtocolDescriptor.BLOB_PUT -> server.blobs().put(this, id, r, w);
             case ProtocolDescriptor.BLOB_DEL -> server.blobs().delete(r, w);
+            case ProtocolDescriptor.BLOB_STAGE -> server.blobs().stage(this, id, r);
+            case ProtocolDescriptor.BLOB_STAGE_PROGRESS -> server.blobs().stageProgress(r, w);
+            case ProtocolDescriptor.REPL_BLOB_LEND -> {
+                ReplicaSet rs = server.replicaSet();
+                String refused = rs == null ? "ERR this server is not a member of a replica set" : rs.checkKey(r);
+                if (refused != null) {
+                    error(id, refused);
+                } else {
+                    server.blobs().lendVersion(this, r, w);
+                }
+            }
             case ProtocolDescriptor.ROLE -> {
                 r.end();
                 role(w);
@@ -658,6 +669,16 @@ final class NativeSession implements MessageHandler {
     }
 
     /** Gives a deferred reply its bytes (any thread) and sends whatever is now ready, in order. */
+    /**
+     * A write this connection asked for was committed off its transport thread (a blob put) at log index
+     * {@code index}: a WAIT sent after its reply covers it. Any thread.
+     */
+    synchronized void wroteAt(long index) {
+        if (index > lastWriteIndex) {
+            lastWriteIndex = index;
+        }
+    }
+
     void completeDeferred(Object placeholder, byte[] reply) {
         synchronized (this) {
             ((PendingReply) placeholder).bytes = reply;

@@ -176,12 +176,26 @@ public final class RdmaStoreServer implements AutoCloseable {
                 : "not set");
         if (config.replicaSet() != null) {
             replicaSet = new ReplicaSet(store, config.replicaSet(), dir, config.password());
+            replicaSet.stagedBlobs(blobs::takeStaged);
             try {
                 replicaSet.start();
             } catch (java.io.IOException e) {
                 throw new IllegalStateException("cannot start the replica set member: " + e.getMessage(), e);
             }
         }
+        // A pipeline member lends what it receives to the next: over a channel like a client's, with this password.
+        String peerTransport = config.replicaSet() != null ? config.replicaSet().peerTransport()
+            : config.transport().equals("tcp") ? "tcp" : "auto";
+        blobs.peers(address -> {
+            int colon = address.lastIndexOf(':');
+            if (colon <= 0) {
+                throw new IllegalArgumentException("member address must be host:port, was '" + address + "'");
+            }
+            byte[] pw = password;
+            return io.rdmastore.client.PeerChannel.open(new io.rdmastore.client.ClientConfig(
+                address.substring(0, colon), Integer.parseInt(address.substring(colon + 1)), peerTransport,
+                pw == null ? null : new String(pw, StandardCharsets.UTF_8), java.time.Duration.ofSeconds(30)));
+        }, () -> replicaSet != null ? replicaSet.nodeId() : config.bind() + ":" + port);
     }
 
     /** A missing or broken UCX is a reason to serve TCP only, never to fail (unless UCX was required). */
@@ -293,6 +307,19 @@ public final class RdmaStoreServer implements AutoCloseable {
     /** Blob puts whose reads have not all ended (a put abandoned mid-transfer stays here until they do). */
     public int blobPullsPending() {
         return blobs == null ? 0 : blobs.pullsPending();
+    }
+
+    /**
+     * Bytes of memory registered for blob transfers right now (leases, pulls, pipeline lends): back to its baseline of
+     * 0 once every transfer ended, whatever its outcome.
+     */
+    public long blobRegisteredBytes() {
+        return blobs == null ? 0 : blobs.registeredBytes();
+    }
+
+    /** Blobs staged on this member and not yet named by a record (or expired). */
+    public int blobStagesHeld() {
+        return blobs == null ? 0 : blobs.stagesHeld();
     }
 
     /** The blob store (after {@link #start()}). */
@@ -413,6 +440,16 @@ public final class RdmaStoreServer implements AutoCloseable {
             repl.put("master_repl_offset", String.valueOf(this.store.lastPosition()[1]));
             out.put("replication", repl);
         }
+        if (blobs != null) {
+            Map<String, String> b = new LinkedHashMap<>();
+            b.put("blob_registered_bytes", String.valueOf(blobs.registeredBytes()));
+            b.put("blob_leases", String.valueOf(blobs.leases()));
+            b.put("blob_transfers_in_flight", String.valueOf(blobs.pullsPending()));
+            b.put("blob_stages_held", String.valueOf(blobs.stagesHeld()));
+            b.put("blob_last_put", describe(blobs.lastPut()));
+            b.put("blob_last_stage", describe(blobs.lastStage()));
+            out.put("blobs", b);
+        }
         Map<String, String> phases = new LinkedHashMap<>();
         phases.put("timing", timing != null ? "on" : "off");
         if (timing != null) {
@@ -420,6 +457,11 @@ public final class RdmaStoreServer implements AutoCloseable {
         }
         out.put("timing", phases);
         return out;
+    }
+
+    private static String describe(BlobService.Result r) {
+        return r == null ? "none" : r.path() + ",ok=" + (r.ok() ? 1 : 0) + ",transfer_us=" + r.transferNanos() / 1000
+            + ",crc_us=" + r.crcNanos() / 1000 + ",sync_us=" + r.syncNanos() / 1000;
     }
 
     /** INFO text for a native connection, Redis style: {@code # Section} headers and {@code name:value} lines. */

@@ -1188,6 +1188,15 @@ public final class Store implements AutoCloseable {
      * @throws StoreException on a CRC mismatch, a bad key or an I/O error; the old value is kept
      */
     public long putBlob(byte[] key, BlobWrite w, int expectedCrc32c) {
+        return putBlob(key, w, expectedCrc32c, null);
+    }
+
+    /**
+     * As {@link #putBlob(byte[], BlobWrite, int)}; {@code numbered} (may be null) sees the new version after its file
+     * is durable and before the record naming it is logged (a replica set's primary remembers which staged copy the
+     * version is before any secondary can ask).
+     */
+    public long putBlob(byte[] key, BlobWrite w, int expectedCrc32c, java.util.function.LongConsumer numbered) {
         checkOpen();
         try {
             key(key);
@@ -1208,6 +1217,9 @@ public final class Store implements AutoCloseable {
         }
         BlobVersion v = blobs.commit(w, expectedCrc32c);
         try {
+            if (numbered != null) {
+                numbered.accept(v.version());
+            }
             writeKey(key, (k, e, f, now) -> {
                 putString(f, k, -1, null, v);
                 return null;

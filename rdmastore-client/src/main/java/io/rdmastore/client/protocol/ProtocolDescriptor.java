@@ -67,8 +67,17 @@ public final class ProtocolDescriptor {
     public static final byte REPL_READ = 33;
     /** Between members: the terms of a range of oplog indexes, to find where two logs diverged. */
     public static final byte REPL_TERMS = 34;
+    /**
+     * A replica receives a blob ahead of the record that names it: it pulls the sender's lent buffer (a client's, or
+     * the previous pipeline member's while that is still arriving) and keeps it under a token (docs/blobs.md).
+     */
+    public static final byte BLOB_STAGE = 35;
+    /** The sender of a progressive BLOB_STAGE now holds this many bytes of the blob. */
+    public static final byte BLOB_STAGE_PROGRESS = 36;
+    /** Between members: a blob version's length, CRC and token, and (asked) a lease of it for one-sided reads. */
+    public static final byte REPL_BLOB_LEND = 37;
     /** One more than the highest opcode. */
-    public static final int OPCODE_LIMIT = 35;
+    public static final int OPCODE_LIMIT = 38;
 
     // ---- reply statuses ----
     /** Success; the body depends on the opcode. */
@@ -110,7 +119,7 @@ public final class ProtocolDescriptor {
         "0", "PING", "GET", "SET", "DEL", "EXISTS", "PEXPIRE", "PTTL", "INCRBY", "HSET", "HGET", "HGETALL", "HDEL",
         "MGET", "MSET", "DOC_INSERT", "DOC_FIND", "DOC_UPDATE", "DOC_DELETE", "DOC_COUNT", "INFO", "SNAPSHOT",
         "BLOB_PUT", "BLOB_GET", "BLOB_GET_DONE", "BLOB_DEL", "ROLE", "WAIT", "READ_FENCE", "REPLICA_SET_CONFIG", "REPL_PREPARE",
-        "REPL_FETCH", "REPL_SNAPSHOT", "REPL_READ", "REPL_TERMS"
+        "REPL_FETCH", "REPL_SNAPSHOT", "REPL_READ", "REPL_TERMS", "BLOB_STAGE", "BLOB_STAGE_PROGRESS", "REPL_BLOB_LEND"
     };
 
     private ProtocolDescriptor() {

@@ -5,10 +5,13 @@ import io.rdmastore.client.PeerChannel;
 import io.rdmastore.client.RdmaStoreException;
 import io.rdmastore.client.RdmaStoreServerException;
 import io.rdmastore.client.protocol.ProtocolDescriptor;
+import io.rdmastore.client.protocol.ProtocolException;
 import io.rdmastore.client.protocol.WireReader;
 import io.rdmastore.client.protocol.WireWriter;
 import io.rdmastore.store.Oplog;
 import io.rdmastore.store.Store;
+import io.rdmastore.store.blob.BlobStore;
+import io.rdmastore.store.blob.BlobWrite;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -56,6 +59,11 @@ import org.slf4j.LoggerFactory;
  */
 public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ReplicaSet.class);
+    private volatile StagedBlobs stagedBlobs;
+    /** How this secondary received its last blob (INFO blob_last_path, replica-set status). */
+    private volatile String lastBlobPath = "none yet";
+    private volatile long blobsStaged;
+    private volatile long blobsPulled;
     private static final int READ_CHUNK = 4 << 20;
 
     /** A member's role as this member sees it. */
@@ -518,6 +526,14 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         return config.key().equals(r.string("key", 4096));
     }
 
+    /**
+     * Reads the set's key that starts every request between members; null when it matches, else the refusal's text.
+     */
+    public String checkKey(WireReader r) {
+        return keyMatches(r) ? null : "AUTH replication key mismatch: this member belongs to replica set "
+            + config.setName() + " and the request did not present its key";
+    }
+
     private static byte[] error(long id, String text) {
         return new WireWriter(64 + text.length()).header(ProtocolDescriptor.STATUS_ERROR, id).rawString(text)
             .toByteArray();
@@ -785,13 +801,108 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
     }
 
-    /** Copies the blob files {@code refs} ({version, length, crc}) from {@code from} into this store. */
+    /**
+     * Where a secondary finds a blob a put staged on it ahead of the record (the server's blob service): the sealed
+     * content for a token, waiting up to {@code waitMillis} for a stage still arriving; null when there is none.
+     */
+    @FunctionalInterface
+    public interface StagedBlobs {
+        BlobStore.Sealed take(long token, long length, int crc32c, long waitMillis);
+    }
+
+    /** Gives the secondary its staged blobs (set before {@link #start}). */
+    public void stagedBlobs(StagedBlobs staged) {
+        this.stagedBlobs = staged;
+    }
+
+    /**
+     * Brings the blob files {@code refs} ({version, length, crc}) from {@code from} into this store (docs/blobs.md,
+     * "Distribution to a replica set"): a copy the put staged here already (pulled from the client or along a
+     * pipeline) is installed as it is; otherwise this member leases {@code from}'s file and pulls it one-sided, in
+     * chunks, several in flight, and checks its CRC32C. Nothing is visible before the file is complete, checked and
+     * durable: the record naming it is applied after.
+     */
     private void copyBlobs(String from, List<long[]> refs) throws IOException {
+        PeerChannel p = peer(from);
         for (long[] ref : refs) {
-            Path part = store.blobs().incoming(ref[0]);
-            copyFrom(from, READ_BLOB, ref[0], ref[1], part);
-            store.blobs().install(part, ref[0], ref[1], (int) ref[2]);
+            long version = ref[0];
+            long length = ref[1];
+            int crc = (int) ref[2];
+            Duration t = config.peerTimeout().plusMillis(length / 50_000);
+            long token = p.await(p.call(ProtocolDescriptor.REPL_BLOB_LEND, w -> w.string(config.key()).i64(version)
+                .u8(0), (st, r) -> st == ProtocolDescriptor.STATUS_NULL ? -1L : lendToken(r, length, crc),
+                config.peerTimeout()), config.peerTimeout());
+            if (token == -1) {
+                throw new IOException("blob " + version + " is not on " + from + " (overwritten since)");
+            }
+            StagedBlobs staged = stagedBlobs;
+            if (token != 0 && staged != null) {
+                BlobStore.Sealed s = staged.take(token, length, crc, t.toMillis());
+                if (s != null) {
+                    store.blobs().installSealed(s, version);
+                    lastBlobPath = "staged by the put (" + (s.syncNanos() / 1000) + " us fsync)";
+                    blobsStaged++;
+                    continue;
+                }
+            }
+            long t0 = System.nanoTime();
+            long[] lease = new long[1];
+            byte[] descriptor = p.await(p.call(ProtocolDescriptor.REPL_BLOB_LEND, w -> w.string(config.key())
+                .i64(version).u8(1), (st, r) -> {
+                    if (st == ProtocolDescriptor.STATUS_NULL) {
+                        return null;
+                    }
+                    r.i64("length");
+                    r.i32("crc32c");
+                    r.i64("token");
+                    lease[0] = r.i64("lease id");
+                    byte[] d = r.bytes("descriptor", 64 * 1024);
+                    r.end();
+                    return d;
+                }, config.peerTimeout()), config.peerTimeout());
+            if (descriptor == null) {
+                throw new IOException("blob " + version + " is not on " + from + " (overwritten since)");
+            }
+            BlobWrite write = store.blobs().begin(length);
+            int got;
+            try {
+                got = length == 0 ? crc : p.pull(descriptor, length, write.segment(), t);
+            } catch (RuntimeException e) {
+                store.blobs().abort(write);
+                throw new IOException("pulling blob " + version + " from " + from + " failed: " + e.getMessage(), e);
+            } finally {
+                if (lease[0] != 0) {
+                    try {
+                        p.await(p.call(ProtocolDescriptor.BLOB_GET_DONE, w -> w.i64(lease[0]), (st, r) -> null,
+                            config.peerTimeout()), config.peerTimeout());
+                    } catch (RuntimeException e) {
+                        LOG.debug("ending the lease of blob {} on {}: {}", version, from, e.toString());
+                    }
+                }
+            }
+            if (got != crc) {
+                store.blobs().abort(write);
+                throw new IOException(String.format("blob %d from %s arrived with CRC32C %08x, the record says %08x",
+                    version, from, got, crc));
+            }
+            store.blobs().installSealed(store.blobs().seal(write, crc, true), version);
+            lastBlobPath = "pulled from " + from + " over " + p.transport() + " ("
+                + (System.nanoTime() - t0) / 1_000_000 + " ms)";
+            blobsPulled++;
         }
+    }
+
+    private static long lendToken(WireReader r, long length, int crc) {
+        long l = r.i64("length");
+        int c = r.i32("crc32c");
+        long token = r.i64("token");
+        r.i64("lease id");
+        r.bytes("descriptor", 64 * 1024);
+        r.end();
+        if (l != length || c != crc) {
+            throw new ProtocolException("blob length or CRC differs from the record's");
+        }
+        return token;
     }
 
     /** Copies the blob files that {@code entries} name and this member lacks (network I/O: never under memberLock). */
@@ -1385,6 +1496,9 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         m.put("oplog_first_index", Long.toString(store.oplog().firstIndex()));
         m.put("oplog_bytes", Long.toString(store.oplog().bytes()));
         m.put("resyncs", Long.toString(resyncs));
+        m.put("blob_last_path", lastBlobPath);
+        m.put("blobs_staged", Long.toString(blobsStaged));
+        m.put("blobs_pulled", Long.toString(blobsPulled));
         m.put("rollbacks", Long.toString(rollbacks));
         return m;
     }

@@ -199,6 +199,23 @@ public final class BlobStore implements AutoCloseable {
         }
     }
 
+    /**
+     * One more reference on a version this store holds, or null (absent, missing or already deleted): a member lends it
+     * to another and gives the reference back with {@link BlobVersion#release()} when the lease ends.
+     */
+    public BlobVersion acquire(long version) {
+        BlobVersion v = versions.get(version);
+        if (v == null || v.missing()) {
+            return null;
+        }
+        try {
+            v.retain();
+            return v;
+        } catch (IllegalStateException deleted) {
+            return null;
+        }
+    }
+
     /** The file of a version this store holds, or null (to lend it to another member). */
     public Path fileOf(long version) {
         BlobVersion v = versions.get(version);
@@ -256,6 +273,93 @@ public final class BlobStore implements AutoCloseable {
             deleteQuietly(copy);
             throw e;
         }
+    }
+
+    /**
+     * A blob write made durable but not yet a version: its content checked, its file fsynced and closed, waiting under
+     * its temporary name to be {@linkplain #installSealed installed} as a version another member numbered (a replica
+     * set's secondary receives a blob before the record that names it). The next start deletes it if it never is.
+     *
+     * @param file the temporary file
+     * @param crcNanos time spent computing the CRC32C
+     * @param syncNanos time spent making the file durable (0 without fsync)
+     */
+    public record Sealed(Path file, long length, int crc32c, long crcNanos, long syncNanos) {
+    }
+
+    /**
+     * Seals a write: checks its CRC32C against {@code expectedCrc32c}, fsyncs (per the configuration), unmaps and
+     * closes it, leaving the file under its temporary name.
+     *
+     * @throws StoreException on a CRC mismatch or an I/O failure; the write is then aborted
+     */
+    public Sealed seal(BlobWrite w, int expectedCrc32c) {
+        return seal(w, expectedCrc32c, false);
+    }
+
+    /** As {@link #seal(BlobWrite, int)}; {@code verified}: the caller checked the CRC32C as the bytes arrived. */
+    public Sealed seal(BlobWrite w, int expectedCrc32c, boolean verified) {
+        if (w.finished) {
+            throw new IllegalStateException("blob write already finished");
+        }
+        try {
+            long t0 = System.nanoTime();
+            int crc = verified ? expectedCrc32c : verifiedCrc32c(w, expectedCrc32c);
+            long t1 = System.nanoTime();
+            if (config.fsync() && w.length > 0) {
+                w.segment.force();
+            }
+            w.finished = true;
+            w.arena.close();
+            if (config.fsync()) {
+                w.channel.force(true);
+            }
+            w.channel.close();
+            return new Sealed(w.temp, w.length, crc, t1 - t0, System.nanoTime() - t1);
+        } catch (IOException e) {
+            abort(w);
+            throw new StoreException("cannot seal blob in " + dir + ": " + e, e);
+        } catch (RuntimeException e) {
+            abort(w);
+            throw e;
+        }
+    }
+
+    /**
+     * Installs a sealed write as {@code version} (numbered by the primary that wrote it): renames it to the version's
+     * name and fsyncs the directory; the next {@link #resolve} of that version finds it.
+     *
+     * @throws StoreException when the version is known with other content, or on an I/O failure (the file is deleted)
+     */
+    public void installSealed(Sealed sealed, long version) {
+        try {
+            synchronized (this) {
+                BlobVersion old = versions.get(version);
+                if (old != null && !old.missing()) {
+                    deleteQuietly(sealed.file());
+                    if (old.crc32c() != sealed.crc32c() || old.length() != sealed.length()) {
+                        throw new StoreException("blob version " + version + " is here with other content");
+                    }
+                    return;
+                }
+                if (old != null) {
+                    versions.remove(version);
+                }
+                Path target = dir.resolve(name(version));
+                Files.move(sealed.file(), target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                fsyncDirectory();
+                found.put(version, target);
+                lastVersion = Math.max(lastVersion, version);
+            }
+        } catch (IOException e) {
+            deleteQuietly(sealed.file());
+            throw new StoreException("cannot install replicated blob " + version + ": " + e, e);
+        }
+    }
+
+    /** Deletes a sealed write that will not be installed. */
+    public void drop(Sealed sealed) {
+        deleteQuietly(sealed.file());
     }
 
     /**
@@ -448,7 +552,9 @@ public final class BlobStore implements AutoCloseable {
             throw new IllegalStateException("blob write already finished");
         }
         try {
+            long t0 = System.nanoTime();
             int crc = verifiedCrc32c(w, expectedCrc32c);
+            long t1 = System.nanoTime();
             if (config.fsync() && w.length > 0) {
                 w.segment.force();
             }
@@ -458,6 +564,8 @@ public final class BlobStore implements AutoCloseable {
                 w.channel.force(true);
             }
             w.channel.close();
+            w.crcNanos = t1 - t0;
+            w.syncNanos = System.nanoTime() - t1;
             synchronized (this) {
                 if (closed) {
                     throw new StoreException("blob store is closed");

@@ -20,6 +20,8 @@ public final class BlobWrite {
     final Arena arena;
     final MemorySegment segment;
     boolean finished;
+    volatile long crcNanos;
+    volatile long syncNanos;
 
     BlobWrite(long length, Path temp, FileChannel channel, Arena arena, MemorySegment segment) {
         this.length = length;
@@ -32,6 +34,24 @@ public final class BlobWrite {
     /** The destination memory, {@link #length()} bytes. */
     public MemorySegment segment() {
         return segment;
+    }
+
+    /**
+     * The temporary file being written (renamed at commit): another read-only mapping of it sees the bytes written so
+     * far, which is how a member lends a blob onwards while it is still arriving.
+     */
+    public Path file() {
+        return temp;
+    }
+
+    /** Time the commit spent on the CRC32C (0 before the commit). */
+    public long crcNanos() {
+        return crcNanos;
+    }
+
+    /** Time the commit spent making the file durable (0 before the commit or without fsync). */
+    public long syncNanos() {
+        return syncNanos;
     }
 
     /** The blob's length. */
