@@ -25,6 +25,7 @@ public final class BenchMain {
         EXPERIMENTS.put("YCSB", YcsbWorkloads::new);
         EXPERIMENTS.put("RESP", RespBenchmark::new);
         EXPERIMENTS.put("E6", E6Replication::new);
+        EXPERIMENTS.put("E7", E7Distribution::new);
     }
 
     private BenchMain() {

@@ -59,7 +59,13 @@ final class ReplicaSetServers implements AutoCloseable {
      * @param serverArgs more server options for every member, e.g. {@code --transport tcp --fsync everysec}
      */
     static ReplicaSetServers start(String name, int count, String... serverArgs) throws IOException {
-        ReplicaSetServers set = new ReplicaSetServers(name, Files.createTempDirectory("rdmastore-bench-rs-"),
+        return startIn(null, name, count, serverArgs);
+    }
+
+    /** As {@link #start}, with the members' data directories under {@code parent} (null: the temp directory). */
+    static ReplicaSetServers startIn(Path parent, String name, int count, String... serverArgs) throws IOException {
+        ReplicaSetServers set = new ReplicaSetServers(name, parent == null
+            ? Files.createTempDirectory("rdmastore-bench-rs-") : Files.createTempDirectory(parent, "rdmastore-bench-rs-"),
             List.of(serverArgs));
         List<Integer> ports = freePorts(count);
         for (int i = 0; i < count; i++) {

@@ -35,7 +35,13 @@ public final class ServerProcess implements AutoCloseable {
      * @param extraArgs server options, e.g. {@code --fsync everysec --transport auto --ucx-idle spin}
      */
     public static ServerProcess start(String... extraArgs) throws IOException {
-        Path dir = Files.createTempDirectory("rdmastore-bench-");
+        return startIn(null, extraArgs);
+    }
+
+    /** As {@link #start}, with the data directory under {@code parent} (e.g. a tmpfs); null: the temp directory. */
+    public static ServerProcess startIn(Path parent, String... extraArgs) throws IOException {
+        Path dir = parent == null ? Files.createTempDirectory("rdmastore-bench-")
+            : Files.createTempDirectory(parent, "rdmastore-bench-");
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         cmd.add("--enable-native-access=ALL-UNNAMED");
