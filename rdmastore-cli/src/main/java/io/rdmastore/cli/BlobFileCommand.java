@@ -36,12 +36,39 @@ abstract class BlobFileCommand implements Callable<Integer> {
     String timeout;
     @Option(names = "--no-progress", description = "No progress bar.")
     boolean noProgress;
+    @Option(names = "--replica-set", paramLabel = "NAME", description = "The server is a member of replica set NAME:"
+        + " discover it, write to its primary.")
+    String replicaSet;
+    @Option(names = "--w", paramLabel = "W", defaultValue = "1", description = "Write concern of put-file: 1 (the"
+        + " primary, default) or majority (needs --replica-set).")
+    String w;
+    @Option(names = "--distribution", paramLabel = "HOW", defaultValue = "auto", description = "How put-file reaches"
+        + " the other members: auto (default: parallel where the member is reachable over ucx, else from the primary),"
+        + " parallel (every member pulls this file at once), pipeline (member to member), primary (after the commit).")
+    String distribution;
     @Parameters(index = "0", paramLabel = "KEY", description = "Blob key (UTF-8, at most 100 bytes).")
     String key;
     @Parameters(index = "1", paramLabel = "FILE", description = "The file.")
     Path file;
 
     abstract BlobInfo transfer(RdmaStoreClient client, byte[] key, LongConsumer progress);
+
+    private io.rdmastore.client.WriteConcern writeConcern() {
+        try {
+            return io.rdmastore.client.WriteConcern.parse(w);
+        } catch (IllegalArgumentException e) {
+            throw new UserException("--w: " + e.getMessage(), e);
+        }
+    }
+
+    /** The put's client for blobs, distributed as {@code --distribution} says. */
+    io.rdmastore.client.BlobClient blobs(RdmaStoreClient client) {
+        try {
+            return client.blobs().distribution(io.rdmastore.client.BlobClient.Distribution.parse(distribution));
+        } catch (IllegalArgumentException e) {
+            throw new UserException("--distribution: " + e.getMessage(), e);
+        }
+    }
 
     abstract String verb();
 
@@ -64,6 +91,12 @@ abstract class BlobFileCommand implements Callable<Integer> {
             throw new UserException(e.getMessage(), e);
         }
         ClientConfig config = server.config(t);
+        if (replicaSet != null) {
+            config = new ClientConfig(config.host(), config.port(), config.transport(), config.password(), t, null,
+                replicaSet, writeConcern(), null, null, false, null);
+        } else if (!"1".equals(w)) {
+            throw new UserException("--w " + w + " needs --replica-set NAME (a single server has no majority)");
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         try (RdmaStoreClient client = CliCommand.connect(config)) {
@@ -83,6 +116,15 @@ abstract class BlobFileCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "%s %s: %d bytes, version %d, crc32c %08x, %.2f s (%.0f MB/s over %s)%n", verb(),
                 key, info.length(), info.version(), info.crc32c(), sec, info.length() / sec / 1e6,
                 client.transport());
+            for (BlobInfo.Member m : info.members()) {
+                out.printf(Locale.ROOT, "  %s: %s, %s, transfer %.0f ms, crc %.0f ms, fsync %.0f ms%n", m.member(),
+                    m.path(), m.ok() ? "ok" : "FAILED (" + m.detail() + "; it takes the blob from the primary later)",
+                    m.transferNanos() / 1e6, m.crcNanos() / 1e6, m.syncNanos() / 1e6);
+            }
+            if (replicaSet != null && this instanceof Put && info.members().isEmpty()) {
+                out.println("  the secondaries take it from the primary after the commit (distribution "
+                    + distribution + ")");
+            }
             out.flush();
             return 0;
         } catch (RdmaStoreException | UncheckedIOException e) {
@@ -141,7 +183,7 @@ abstract class BlobFileCommand implements Callable<Integer> {
             if (!Files.isRegularFile(file)) {
                 throw new UserException("no such file: " + file);
             }
-            return client.blobs().putFile(key, file, progress);
+            return blobs(client).putFile(key, file, progress);
         }
 
         @Override

@@ -353,6 +353,13 @@ final class ReplicaSetProbe implements AutoCloseable {
                 notes.add(r.id() + " pulls over " + r.linkTransport() + ": " + r.linkReason());
             }
         }
+        for (Member m : s.members()) {
+            String blob = m.reachable() && m != s.primary() ? m.field("blob_last_path") : null;
+            if (blob != null && !blob.isEmpty() && !blob.equals("none yet")) {
+                notes.add(m.id() + " received its last blob: " + blob + " (" + m.field("blobs_staged")
+                    + " staged by puts, " + m.field("blobs_pulled") + " pulled from another member)");
+            }
+        }
         table(out, head, cells, 3);
         for (String n : notes) {
             out.println("  " + n);

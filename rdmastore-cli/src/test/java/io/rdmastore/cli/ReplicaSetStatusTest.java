@@ -156,6 +156,24 @@ class ReplicaSetStatusTest {
             }
         }
 
+        // a blob to the set: every secondary pulls the file at once, and status says how its last blob came
+        java.nio.file.Path file = dir.resolve("model.bin");
+        byte[] content = new byte[3 << 20];
+        new java.util.Random(5).nextBytes(content);
+        java.nio.file.Files.write(file, content);
+        Run put = Run.of("put-file", "--port", p1, "--replica-set", "rs0", "--w", "majority", "--distribution",
+            "parallel", "--no-progress", "model", file.toString());
+        assertEquals(0, put.exitCode(), put::toString);
+        assertTrue(put.out().contains("put-file model: " + content.length + " bytes"), put::toString);
+        assertEquals(2, put.out().split("parallel pull over tcp, ok", -1).length - 1, put::toString);
+        Run blobStatus = until(x -> x.out().split("received its last blob: staged by the put", -1).length == 3,
+            10_000, "replica-set", "status", "--port", p1);
+        assertEquals(2, blobStatus.out().split("received its last blob: staged by the put", -1).length - 1,
+            blobStatus::toString);
+        Run noSet = Run.of("put-file", "--port", p1, "--w", "majority", "--no-progress", "model", file.toString());
+        assertEquals(1, noSet.exitCode(), noSet::toString);
+        assertTrue(noSet.err().contains("--w majority needs --replica-set NAME"), noSet::toString);
+
         // the members by address only: each one's ROLE names it
         Run byList = Run.of("replica-set", "status", "--members", members.replaceAll("n\\d=", ""));
         assertEquals(0, byList.exitCode(), byList::toString);
