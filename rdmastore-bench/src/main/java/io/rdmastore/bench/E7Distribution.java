@@ -84,8 +84,10 @@ public final class E7Distribution implements Experiment {
             fill(src, max);
             for (String transport : List.of("ucx", "tcp")) {
                 String serverTransport = transport.equals("tcp") ? "tcp" : "auto";
+                // a 1 s election timeout: four processes copying gigabytes on two cores starve a member's heartbeats
+                // for longer than the default 150 ms, and an election mid-put costs a NOTPRIMARY and a resend
                 try (ReplicaSetServers set = ReplicaSetServers.startIn(parent, "e7" + transport, 3, "--transport",
-                        serverTransport, "--fsync", "everysec", "--ucx-idle", "backoff");
+                        serverTransport, "--fsync", "everysec", "--ucx-idle", "backoff", "--election-timeout", "1000");
                      RdmaStoreClient client = RdmaStoreClient.connect(set.uri("transport=" + transport
                          + "&w=majority&timeout=30s"))) {
                     client.topology();
@@ -233,7 +235,7 @@ public final class E7Distribution implements Experiment {
         String notes = String.format(Locale.ROOT, "A put with write concern majority that returns once all three "
             + "members hold the blob verified and durable (a WAIT for both secondaries after the put), median of "
             + "the repeats after one warm-up put; one client, one put at a time. Members: three processes on this "
-            + "host (--fsync everysec, --ucx-idle backoff), data directories on %s. Over ucx on one host a member's "
+            + "host (--fsync everysec, --ucx-idle backoff, --election-timeout 1000), data directories on %s. Over ucx on one host a member's "
             + "one-sided read is one process_vm_readv of the lender's memory. transfer / crc / fsync: the slowest "
             + "member's time pulling the bytes, computing their CRC32C and making them durable (a secondary's fsync "
             + "of a staged copy; the primary's commit). single: the same put to one server alone.",

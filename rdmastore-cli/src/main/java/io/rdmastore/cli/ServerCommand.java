@@ -118,6 +118,10 @@ final class ServerCommand implements Callable<Integer> {
     @Option(names = "--raft-port", paramLabel = "N", description = "Port of this member's election protocol (Ratis);"
         + " default its client port + " + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET + ", on every member.")
     String raftPort;
+    @Option(names = "--election-timeout", paramLabel = "TIME", description = "How long the secondaries hear nothing"
+        + " from the primary before one campaigns (up to twice this, at random); default 150ms for fast failover."
+        + " Raise it (e.g. 1s) where members share few cores with large blob transfers.")
+    String electionTimeout;
     @Option(names = "--join", description = "A new member of a running set: wait until a member adds it with"
         + " 'rdmastore replica-set add' (--members then lists this member and the running ones).")
     boolean join;
@@ -130,7 +134,7 @@ final class ServerCommand implements Callable<Integer> {
         "tls-key", "ucx-tls", "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "blob-threshold", "max-blob-bytes",
         "max-document-bytes",
         "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp", "replica-set",
-        "node-id", "members", "replica-set-key", "raft-port", "join");
+        "node-id", "members", "replica-set-key", "raft-port", "election-timeout", "join");
 
     @Override
     public Integer call() throws IOException {
@@ -233,7 +237,7 @@ final class ServerCommand implements Callable<Integer> {
             {"max-pending-reply-bytes", maxPendingReplyBytes}, {"snapshot-log-bytes", snapshotLogBytes},
             {"handshake-timeout", handshakeTimeout}, {"resp", resp}, {"replica-set", replicaSetName},
             {"node-id", nodeId}, {"members", members}, {"replica-set-key", replicaSetKey}, {"raft-port", raftPort},
-            {"join", join ? "true" : null}};
+            {"election-timeout", electionTimeout}, {"join", join ? "true" : null}};
         for (String[] kv : cli) {
             if (kv[1] != null) {
                 s.put(kv[0], kv[1]);
@@ -345,6 +349,9 @@ final class ServerCommand implements Callable<Integer> {
             }
             if (s.get("raft-port") != null) {
                 rs.raftPort(rs.nodeId(), (int) Values.number("raft-port", s.get("raft-port"), 1, 65535));
+            }
+            if (s.get("election-timeout") != null) {
+                rs.electionTimeout(Values.duration("--election-timeout", s.get("election-timeout")));
             }
             rs.join(Boolean.parseBoolean(s.getOrDefault("join", "false")));
             rs.conclude();

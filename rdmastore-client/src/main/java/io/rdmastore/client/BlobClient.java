@@ -36,9 +36,9 @@ import java.util.zip.CRC32C;
  *
  * <p>Threads: thread-safe; each call runs on the calling thread, which also drives the transport when the connection
  * needs it. Blob calls go to the primary of a replica set (whatever the read preference); writes honour write concern
- * majority with a WAIT after the write's reply and are not retried after a failover. Memory: a {@link BlobBuffer} is
- * the caller's and is filled or read only during the call; byte-array, stream and heap-segment variants go through a
- * temporary off-heap buffer of the blob's size.
+ * majority with a WAIT after the write's reply and are retried only when refused with NOTPRIMARY (not applied).
+ * Memory: a {@link BlobBuffer} is the caller's and is filled or read only during the call; byte-array, stream and
+ * heap-segment variants go through a temporary off-heap buffer of the blob's size.
  */
 public final class BlobClient {
     /** Bytes per one-sided read of a get. */
@@ -117,7 +117,8 @@ public final class BlobClient {
     /**
      * Waits for the write concern of a blob write that succeeded on {@code c}. A blob's WAIT is sent after the write's
      * reply, not pipelined: the server commits a blob after requests sent behind it ran, which a pipelined WAIT would
-     * not cover. A NOTPRIMARY refusal makes the next call rediscover the primary; blob writes are not retried.
+     * not cover. A NOTPRIMARY refusal makes the next call rediscover the primary; a put then sends itself again
+     * ({@link #PUT_ATTEMPTS}).
      */
     private <T> T written(Connection c, byte opcode, ClientCore.Call<T> call, Duration callTimeout) {
         T result;
@@ -165,7 +166,25 @@ public final class BlobClient {
         return put(key, buffer, length, crc);
     }
 
+    /**
+     * A put refused with NOTPRIMARY was not applied (an election ran meanwhile): it is sent again to the new primary,
+     * at most this many times in all.
+     */
+    private static final int PUT_ATTEMPTS = 3;
+
     private BlobInfo put(byte[] key, BlobBuffer buffer, long length, int crc) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return putOnce(key, buffer, length, crc);
+            } catch (RdmaStoreServerException e) {
+                if (!ClientCore.isNotPrimaryError(e) || attempt >= PUT_ATTEMPTS) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private BlobInfo putOnce(byte[] key, BlobBuffer buffer, long length, int crc) {
         Connection c = core.connection();
         Topology topology = core.topology();
         List<Topology.Member> others = new ArrayList<>();
@@ -214,7 +233,7 @@ public final class BlobClient {
                 next.forEach(w::string);
             }, (st, r) -> {
                 long v = r.i64("version");
-                List<BlobInfo.Member> results = readMembers(r);
+                List<BlobInfo.Member> results = io.rdmastore.client.protocol.BlobResults.read(r);
                 r.end();
                 return new Object[] {v, results};
             }, transferTimeout(length));
@@ -296,7 +315,7 @@ public final class BlobClient {
             byte[] d = reg.descriptor();
             reply = ch.call(ProtocolDescriptor.BLOB_STAGE,
                 w -> w.i64(token).i64(length).i32(crc).bytes(d).u8(0).i32(0).i32(0), (st, r) -> {
-                    List<BlobInfo.Member> x = readMembers(r);
+                    List<BlobInfo.Member> x = io.rdmastore.client.protocol.BlobResults.read(r);
                     r.end();
                     return x;
                 }, transferTimeout(length));
@@ -307,18 +326,6 @@ public final class BlobClient {
         return new Staging(m, ch, reg, reply);
     }
 
-    private static List<BlobInfo.Member> readMembers(io.rdmastore.client.protocol.WireReader r) {
-        int n = r.i32("results");
-        if (n < 0 || n > 64) {
-            throw new ProtocolException("bad result count " + n);
-        }
-        List<BlobInfo.Member> out = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            out.add(new BlobInfo.Member(r.string("member", 1024), r.string("path", 1024), r.u8("ok") != 0,
-                r.string("detail", 64 * 1024), r.i64("transfer"), r.i64("crc"), r.i64("sync")));
-        }
-        return out;
-    }
 
     /** Stores {@code value} under {@code key}. */
     public BlobInfo put(byte[] key, byte[] value) {

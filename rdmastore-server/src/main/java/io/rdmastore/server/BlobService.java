@@ -1,6 +1,8 @@
 package io.rdmastore.server;
 
+import io.rdmastore.client.BlobInfo;
 import io.rdmastore.client.PeerChannel;
+import io.rdmastore.client.protocol.BlobResults;
 import io.rdmastore.client.protocol.ProtocolDescriptor;
 import io.rdmastore.client.protocol.ProtocolException;
 import io.rdmastore.client.protocol.WireReader;
@@ -87,8 +89,8 @@ final class BlobService implements AutoCloseable {
     private final AtomicLong registeredBytes = new AtomicLong();
     private volatile java.util.function.Function<String, PeerChannel> peerOpener;
     private volatile java.util.function.Supplier<String> self = () -> "this member";
-    private volatile Result lastPut;
-    private volatile Result lastStage;
+    private volatile BlobInfo.Member lastPut;
+    private volatile BlobInfo.Member lastStage;
     /** How long a staged blob waits for the record that names it. */
     static final long STAGE_TTL_MILLIS = 10 * 60_000;
 
@@ -256,7 +258,7 @@ final class BlobService implements AutoCloseable {
      * Request: key:bytes, length:i64, crc32c:i32, descriptor:bytes (the client's registered buffer), and optionally
      * token:i64, chunk:i32, n:i32, n x next member address (a pipeline: this member lends what it received onwards).
      * Reply after the data is pulled, verified and durable: version:i64, and with the optional part the members'
-     * results (see {@link #writeResults}). Limits and free space are checked before any data moves.
+     * results (see {@link BlobResults}). Limits and free space are checked before any data moves.
      */
     void put(NativeSession session, long requestId, WireReader r, WireWriter w) {
         byte[] key = r.bytes("key", maxKeyBytes);
@@ -309,15 +311,15 @@ final class BlobService implements AutoCloseable {
                     });
                     long commitNanos = System.nanoTime() - t0;
                     session.wroteAt(Store.lastCommitIndex());
-                    rx.self = new Result(self.get(), rx.path, true, "version " + version + ", commit "
+                    rx.self = new BlobInfo.Member(self.get(), rx.path, true, "version " + version + ", commit "
                         + commitNanos / 1000 + " us", rx.transfer.transferNanos(), write.crcNanos(), write.syncNanos());
                     lastPut = rx.self;
                     WireWriter out = new WireWriter(256).header(ProtocolDescriptor.STATUS_OK, requestId).i64(version);
                     reply = null;
                     if (extended) {
+                        // the pipeline's members answer before the put does, so its reply carries their results
                         rx.finishAll(() -> session.completeDeferred(placeholder,
-                            writeResults(new WireWriter(256).header(ProtocolDescriptor.STATUS_OK, requestId)
-                                .i64(version), rx.results()).toByteArray()));
+                            BlobResults.write(out, rx.results()).toByteArray()));
                     } else {
                         reply = out.toByteArray();
                     }
@@ -346,7 +348,7 @@ final class BlobService implements AutoCloseable {
      * address. This member pulls the lent buffer (a client's, or the previous pipeline member's while it is still
      * arriving: progressive), verifies and seals it under {@code token}, and keeps it until the record naming the
      * blob arrives from the primary ({@link #takeStaged}); a pipeline lends it onwards to the next address meanwhile.
-     * Reply once this member and those after it are done: the members' results ({@link #writeResults}).
+     * Reply once this member and those after it are done: the members' results ({@link BlobResults}).
      */
     void stage(NativeSession session, long requestId, WireReader r) {
         long token = r.i64("token");
@@ -383,15 +385,15 @@ final class BlobService implements AutoCloseable {
             if (failure != null) {
                 staged.sealed.completeExceptionally(failure);
                 stages.remove(token, staged);
-                rx.self = new Result(self.get(), rx.path, false, BlobTransfer.describe(failure), 0, 0, 0);
+                rx.self = new BlobInfo.Member(self.get(), rx.path, false, BlobTransfer.describe(failure), 0, 0, 0);
             } else {
                 staged.sealed.complete(sealed);
-                rx.self = new Result(self.get(), rx.path, true, "staged", rx.transfer.transferNanos(),
+                rx.self = new BlobInfo.Member(self.get(), rx.path, true, "staged", rx.transfer.transferNanos(),
                     sealed.crcNanos(), sealed.syncNanos());
                 lastStage = rx.self;
             }
             rx.finishAll(() -> session.completeDeferred(placeholder,
-                writeResults(new WireWriter(256).header(ProtocolDescriptor.STATUS_OK, requestId), rx.results())
+                BlobResults.write(new WireWriter(256).header(ProtocolDescriptor.STATUS_OK, requestId), rx.results())
                     .toByteArray()));
         };
         rx.start();
@@ -532,35 +534,6 @@ final class BlobService implements AutoCloseable {
 
     // ---- the receiving side, shared by puts and stages ----
 
-    /** What one member did with one blob transfer, as replies and INFO report it. */
-    record Result(String member, String path, boolean ok, String detail, long transferNanos, long crcNanos,
-                  long syncNanos) {
-    }
-
-    /** Writes n:i32, n x (member, path, ok:u8, detail, transfer ns, crc ns, sync ns). */
-    static WireWriter writeResults(WireWriter w, List<Result> results) {
-        w.i32(results.size());
-        for (Result x : results) {
-            w.string(x.member()).string(x.path()).u8(x.ok() ? 1 : 0).string(x.detail()).i64(x.transferNanos())
-                .i64(x.crcNanos()).i64(x.syncNanos());
-        }
-        return w;
-    }
-
-    /** Reads what {@link #writeResults} wrote. */
-    static List<Result> readResults(WireReader r) {
-        int n = r.i32("results");
-        if (n < 0 || n > 64) {
-            throw new ProtocolException("bad result count " + n);
-        }
-        List<Result> out = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            out.add(new Result(r.string("member", 1024), r.string("path", 1024), r.u8("ok") != 0,
-                r.string("detail", 64 * 1024), r.i64("transfer"), r.i64("crc"), r.i64("sync")));
-        }
-        return out;
-    }
-
     /** One staged blob, by token. */
     private static final class Staged {
         final long token;
@@ -594,9 +567,9 @@ final class BlobService implements AutoCloseable {
         final BlobTransfer transfer;
         /** Put: (null, failure) or (null, null) when the data landed. Stage: (sealed, null) or (null, failure). */
         java.util.function.BiConsumer<BlobStore.Sealed, Throwable> onSealed;
-        volatile Result self;
+        volatile BlobInfo.Member self;
         /** The next member's results, once it answered (or failed). */
-        final CompletableFuture<List<Result>> downstream;
+        final CompletableFuture<List<BlobInfo.Member>> downstream;
         PeerChannel nextPeer;
         Arena lentArena;
         RegisteredMemory lent;
@@ -627,7 +600,7 @@ final class BlobService implements AutoCloseable {
                     lendOnwards();
                 } catch (RuntimeException e) {
                     LOG.info("pipeline to {} not started: {}", next.getFirst(), e.toString());
-                    downstream.complete(List.of(new Result(next.getFirst(), "pipeline", false,
+                    downstream.complete(List.of(new BlobInfo.Member(next.getFirst(), "pipeline", false,
                         "not reached: " + e.getMessage(), 0, 0, 0)));
                 }
             }
@@ -660,10 +633,10 @@ final class BlobService implements AutoCloseable {
                 w.i64(token).i64(length).i32(crc).bytes(d).u8(1).i32((int) Math.min(Integer.MAX_VALUE, chunk))
                     .i32(rest.size());
                 rest.forEach(w::string);
-            }, (st, r) -> readResults(r), t).whenComplete((results, err) -> {
+            }, (st, r) -> BlobResults.read(r), t).whenComplete((results, err) -> {
                 if (err != null) {
                     Throwable c = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
-                    downstream.complete(List.of(new Result(to, "pipeline", false, c.getMessage(), 0, 0, 0)));
+                    downstream.complete(List.of(new BlobInfo.Member(to, "pipeline", false, c.getMessage(), 0, 0, 0)));
                 } else {
                     downstream.complete(results);
                 }
@@ -740,8 +713,8 @@ final class BlobService implements AutoCloseable {
             });
         }
 
-        List<Result> results() {
-            List<Result> out = new ArrayList<>();
+        List<BlobInfo.Member> results() {
+            List<BlobInfo.Member> out = new ArrayList<>();
             if (self != null) {
                 out.add(self);
             }
@@ -850,11 +823,11 @@ final class BlobService implements AutoCloseable {
         return stages.size();
     }
 
-    Result lastPut() {
+    BlobInfo.Member lastPut() {
         return lastPut;
     }
 
-    Result lastStage() {
+    BlobInfo.Member lastStage() {
         return lastStage;
     }
 

@@ -459,7 +459,7 @@ public final class RdmaStoreServer implements AutoCloseable {
         return out;
     }
 
-    private static String describe(BlobService.Result r) {
+    private static String describe(io.rdmastore.client.BlobInfo.Member r) {
         return r == null ? "none" : r.path() + ",ok=" + (r.ok() ? 1 : 0) + ",transfer_us=" + r.transferNanos() / 1000
             + ",crc_us=" + r.crcNanos() / 1000 + ",sync_us=" + r.syncNanos() / 1000;
     }
@@ -674,6 +674,8 @@ public final class RdmaStoreServer implements AutoCloseable {
                     case "--members" -> replicaSet(c).members(v);
                     case "--replica-set-key" -> replicaSet(c).key(v);
                     case "--raft-port" -> raftPort = Integer.parseInt(v);
+                    case "--election-timeout" -> replicaSet(c).electionTimeout(
+                        java.time.Duration.ofMillis(Long.parseLong(v)));
                     default -> throw new IllegalArgumentException("unknown option " + a);
                 }
             } catch (NumberFormatException e) {

@@ -237,11 +237,11 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             InetSocketAddress self = config.members().get(config.nodeId());
             controlPlane = ControlPlane.join(config.setName(), new ControlPlane.Member(config.nodeId(),
                 self.getHostString(), self.getPort(), config.raftPort(config.nodeId())), dataDir.resolve("raft"), this,
-                new ControlConfig());
+                config.controlConfig());
             LOG.info("{}: joining; waiting to be added by a member (replica-set add)", config);
         } else {
             controlPlane = ControlPlane.start(config.setName(), config.nodeId(), initial, dataDir.resolve("raft"),
-                this, new ControlConfig());
+                this, config.controlConfig());
         }
         LOG.info("{}: control plane started (Ratis port {}), term accepted so far {}", config, config.raftPort(
             config.nodeId()), acceptedTerm);

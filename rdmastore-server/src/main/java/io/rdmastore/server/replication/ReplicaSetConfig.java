@@ -25,6 +25,7 @@ public final class ReplicaSetConfig {
     private Duration fetchWait = Duration.ofMillis(100);
     private long maxBatchBytes = 4L << 20;
     private Duration peerTimeout = Duration.ofMillis(1500);
+    private Duration electionTimeout = Duration.ofMillis(150);
     private boolean join;
 
     public ReplicaSetConfig setName(String name) {
@@ -122,6 +123,30 @@ public final class ReplicaSetConfig {
 
     public Duration peerTimeout() {
         return peerTimeout;
+    }
+
+    /**
+     * How long a secondary hears nothing from the primary's control plane before it campaigns (between this and
+     * twice this, at random); default 150 ms, for fast failover. Raise it on hosts where a member's threads can starve
+     * for longer (few cores shared by several members moving large blobs): an election there costs a NOTPRIMARY.
+     */
+    public ReplicaSetConfig electionTimeout(Duration value) {
+        if (value.toMillis() < 50 || value.toMillis() > 60_000) {
+            throw new IllegalArgumentException("election timeout must be 50 ms to 60 s, was " + value.toMillis()
+                + " ms");
+        }
+        this.electionTimeout = value;
+        return this;
+    }
+
+    public Duration electionTimeout() {
+        return electionTimeout;
+    }
+
+    /** The control plane's settings this configuration implies. */
+    public ControlConfig controlConfig() {
+        return new ControlConfig().electionTimeoutMin(electionTimeout).electionTimeoutMax(electionTimeout
+            .multipliedBy(2));
     }
 
     /**
