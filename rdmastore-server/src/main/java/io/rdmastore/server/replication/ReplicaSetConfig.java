@@ -145,8 +145,10 @@ public final class ReplicaSetConfig {
 
     /** The control plane's settings this configuration implies. */
     public ControlConfig controlConfig() {
-        return new ControlConfig().electionTimeoutMin(electionTimeout).electionTimeoutMax(electionTimeout
-            .multipliedBy(2));
+        Duration max = electionTimeout.multipliedBy(2);
+        Duration atLeastOneSecond = max.compareTo(Duration.ofSeconds(1)) > 0 ? max : Duration.ofSeconds(1);
+        return new ControlConfig().electionTimeoutMin(electionTimeout).electionTimeoutMax(max)
+            .rpcRequestTimeout(atLeastOneSecond.plusMillis(100)).leaderStepDownWait(atLeastOneSecond);
     }
 
     /**

@@ -296,6 +296,13 @@ class ControlPlaneTest {
             .electionTimeoutMin(Duration.ofMillis(300)).electionTimeoutMax(Duration.ofMillis(300)).conclude());
         assertThrows(IllegalArgumentException.class, () -> new ControlConfig()
             .rpcRequestTimeout(Duration.ofMillis(200)).conclude());
+        // every election timeout a member accepts gives the control plane settings it accepts
+        for (long ms : new long[] {50, 150, 400, 1000, 5000, 60_000}) {
+            ControlConfig c = new ReplicaSetConfig().electionTimeout(Duration.ofMillis(ms)).controlConfig().conclude();
+            assertEquals(ms, c.electionTimeoutMin().toMillis());
+            assertEquals(2 * ms, c.electionTimeoutMax().toMillis());
+        }
+        assertThrows(IllegalArgumentException.class, () -> new ReplicaSetConfig().electionTimeout(Duration.ofMillis(10)));
         assertThrows(IllegalArgumentException.class, () -> new Member("x", "127.0.0.1", 60_000));
         assertEquals(17_379, new Member("x", "127.0.0.1", 7379).raftPort());
         assertThrows(IllegalArgumentException.class, () -> ControlPlane.start(setName, "zz", members,
