@@ -64,7 +64,7 @@ public final class E7Distribution implements Experiment {
             new Config("ucx", "single", null),
             new Config("tcp", "single", null));
         Map<String, List<Double>> samples = new LinkedHashMap<>();
-        Map<String, long[]> splits = new LinkedHashMap<>();
+        Map<String, List<long[]>> splits = new LinkedHashMap<>();
         Progress progress = new Progress("E7", sizes.length * (configs.size() + 1));
         try (Arena arena = Arena.ofShared()) {
             MemorySegment a = arena.allocate(max, 4096);
@@ -116,7 +116,7 @@ public final class E7Distribution implements Experiment {
     }
 
     private static void measure(BlobClient blobs, MemorySegment src, long[] sizes, int repeats, Config cfg,
-                                Map<String, List<Double>> samples, Map<String, long[]> splits, long deadline,
+                                Map<String, List<Double>> samples, Map<String, List<long[]>> splits, long deadline,
                                 Progress progress) {
         try (BlobBuffer buf = blobs.wrap(src)) {
             for (long size : sizes) {
@@ -142,7 +142,8 @@ public final class E7Distribution implements Experiment {
                     String k = cfg.system() + "/" + cfg.variant() + "/" + size;
                     sample(samples, k, t);
                     // the slowest member's transfer, checksum and fsync (the primary's when only it reports)
-                    long[] split = splits.computeIfAbsent(k, x -> new long[3]);
+                    long[] split = new long[3];
+                    splits.computeIfAbsent(k, x -> new ArrayList<>()).add(split);
                     for (BlobInfo.Member m : info.members()) {
                         split[0] = Math.max(split[0], m.transferNanos());
                         split[1] = Math.max(split[1], m.crcNanos());
@@ -176,6 +177,15 @@ public final class E7Distribution implements Experiment {
         return v[v.length - 1] - v[0];
     }
 
+    /** The time split of the repeat whose latency is the median one. */
+    private static long[] splitOfMedian(List<Double> s, List<long[]> splits) {
+        if (splits == null || splits.size() != s.size()) {
+            return new long[3];
+        }
+        double m = median(s);
+        return splits.get(s.indexOf(m));
+    }
+
     /** Incompressible-looking data (xorshift), so no layer can shortcut zero pages. */
     private static void fill(MemorySegment s, long n) {
         long x = 0x9E3779B97F4A7C15L;
@@ -188,7 +198,7 @@ public final class E7Distribution implements Experiment {
     }
 
     private static void report(long[] sizes, List<Config> configs, Map<String, List<Double>> samples,
-                               Map<String, long[]> splits, boolean tmpfs, Report report) throws IOException {
+                               Map<String, List<long[]>> splits, boolean tmpfs, Report report) throws IOException {
         List<Row> ms = new ArrayList<>();
         List<Row> mbps = new ArrayList<>();
         List<String> header = List.of("system", "variant", "size", "ms (median)", "spread ms", "MB/s",
@@ -210,7 +220,7 @@ public final class E7Distribution implements Experiment {
                 }
                 double sec = median(s);
                 double single = median(samples.get(cfg.system() + "/single/" + size));
-                long[] split = splits.getOrDefault(k, new long[3]);
+                long[] split = splitOfMedian(s, splits.get(k));
                 ms.add(new Row("E7", cfg.system(), cfg.variant(), size, 1, "ms", sec * 1e3));
                 mbps.add(new Row("E7", cfg.system(), cfg.variant(), size, 1, "mb_per_s", size / sec / 1e6));
                 body.add(List.of(cfg.system(), cfg.variant(), Sizes.human(size), fmt(sec * 1e3),
