@@ -590,7 +590,7 @@ final class BlobService implements AutoCloseable {
             this.downstream = next.isEmpty() ? CompletableFuture.completedFuture(List.of()) : new CompletableFuture<>();
             this.transfer = new BlobTransfer(connection, remote, local == null ? null
                 : ((CountedRegistration) local).inner, length, chunk, WINDOW, progressive, puller,
-                next.isEmpty() ? null : this::forward, this::landed);
+                next.isEmpty() ? null : this::forward, this::landed, write::prepare);
         }
 
         void start() {

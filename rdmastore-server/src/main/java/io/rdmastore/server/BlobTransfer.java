@@ -34,6 +34,8 @@ final class BlobTransfer {
     private final Executor puller;
     private final LongConsumer prefix;
     private final Consumer<Throwable> finished;
+    /** Called with (offset, length) on the puller just before a chunk's read is issued (may be null). */
+    private final java.util.function.BiConsumer<Long, Long> beforeRead;
     private final BitSet landed = new BitSet();
     private final long started = System.nanoTime();
     private long available;
@@ -46,7 +48,8 @@ final class BlobTransfer {
     private long transferNanos;
 
     BlobTransfer(Connection connection, RemoteMemory remote, RegisteredMemory local, long length, long chunk,
-                 int window, boolean progressive, Executor puller, LongConsumer prefix, Consumer<Throwable> finished) {
+                 int window, boolean progressive, Executor puller, LongConsumer prefix, Consumer<Throwable> finished,
+                 java.util.function.BiConsumer<Long, Long> beforeRead) {
         this.connection = connection;
         this.remote = remote;
         this.local = local;
@@ -56,6 +59,7 @@ final class BlobTransfer {
         this.puller = puller;
         this.prefix = prefix;
         this.finished = finished;
+        this.beforeRead = beforeRead;
         this.available = progressive ? 0 : length;
     }
 
@@ -135,6 +139,9 @@ final class BlobTransfer {
                     next += n;
                     inflight++;
                     try {
+                        if (beforeRead != null) {
+                            beforeRead.accept(off, n);
+                        }
                         connection.read(remote, off, local, off, n).whenComplete((ok, err) -> chunkDone(off, n, err));
                     } catch (RuntimeException e) {
                         inflight--;

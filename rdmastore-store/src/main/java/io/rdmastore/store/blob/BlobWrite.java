@@ -54,6 +54,14 @@ public final class BlobWrite {
         return syncNanos;
     }
 
+    /**
+     * Faults in the destination pages of {@code [offset, offset + length)} ahead of a transfer into them (one call
+     * instead of a page fault per page). Any thread; best effort.
+     */
+    public void prepare(long offset, long length) {
+        Preallocation.populate(segment, offset, Math.min(length, this.length - offset));
+    }
+
     /** The blob's length. */
     public long length() {
         return length;
