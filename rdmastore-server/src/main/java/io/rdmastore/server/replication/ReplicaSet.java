@@ -866,6 +866,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             BlobWrite write = store.blobs().begin(length);
             int got;
             try {
+                write.prepare(0, length);
                 got = length == 0 ? crc : p.pull(descriptor, length, write.segment(), t);
             } catch (RuntimeException e) {
                 store.blobs().abort(write);
