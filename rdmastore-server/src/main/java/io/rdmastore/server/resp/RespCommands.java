@@ -47,16 +47,28 @@ final class RespCommands {
         RespCommand cmd = RespCommand.lookup(argv[0]);
         RespWriter w = c.out();
         if (cmd == null) {
+            RespMulti.queueFailed(c);
             w.error(unknownCommand(argv, argc));
             return;
         }
         c.lastCommand = cmd.lowerName;
         if (!cmd.arityOk(argc)) {
+            RespMulti.queueFailed(c);
             w.error(wrongArgs(cmd.lowerName));
             return;
         }
         if (!c.authenticated && !cmd.noAuth) {
+            RespMulti.queueFailed(c);
             w.error("NOAUTH Authentication required.");
+            return;
+        }
+        boolean subscribed = !c.channels.isEmpty() || !c.patterns.isEmpty();
+        if (subscribed && !w.resp3() && !RespPubSub.allowedSubscribed(cmd)) {
+            w.error("ERR Can't execute '" + cmd.lowerName + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT"
+                + " / RESET are allowed in this context");
+            return;
+        }
+        if (face.multi.queue(c, w, cmd, argv, argc)) {
             return;
         }
         c.current = cmd;
@@ -64,6 +76,11 @@ final class RespCommands {
             case PING -> {
                 if (argc > 2) {
                     w.error(wrongArgs("ping"));
+                } else if (subscribed && !w.resp3()) {
+                    // RESP2 subscribed mode: PING answers as a pub/sub message does
+                    w.arrayHeader(2);
+                    w.bulk("pong");
+                    w.bulk(argc == 2 ? argv[1] : new byte[0]);
                 } else if (argc == 2) {
                     w.bulk(argv[1]);
                 } else {
@@ -274,6 +291,10 @@ final class RespCommands {
                 }
             }
             case HSCAN -> scan(c, w, argv, argc, true);
+            case BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, LMPOP -> face.blocking.execute(c, w, cmd, argv, argc);
+            case MULTI, EXEC, DISCARD, WATCH, UNWATCH -> face.multi.execute(c, w, cmd, argv, argc);
+            case SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB ->
+                face.pubsub.execute(c, w, cmd, argv, argc);
             default -> more.execute(c, w, cmd, argv, argc);
         }
     }
@@ -666,7 +687,7 @@ final class RespCommands {
         clients.put("connected_clients", Integer.toString(face.connectedClients() + nativeCount));
         clients.put("connected_resp_clients", Integer.toString(face.connectedClients()));
         clients.put("connected_native_clients", Integer.toString(nativeCount));
-        clients.put("blocked_clients", "0");
+        clients.put("blocked_clients", Integer.toString(face.blocking.blockedClients()));
         sections.put("clients", clients);
 
         Map<String, String> memory = new LinkedHashMap<>();

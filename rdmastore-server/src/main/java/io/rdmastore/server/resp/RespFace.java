@@ -168,6 +168,10 @@ public final class RespFace {
 
     final Store store;
     final RespCommands commands;
+    /** Clients blocked on list keys (BLPOP ...), transactions and WATCH, pub/sub. */
+    final RespBlocking blocking;
+    final RespMulti multi;
+    final RespPubSub pubsub;
     private final Context ctx;
     private final AtomicLong ownIds = new AtomicLong();
     private final Map<Long, RespConnection> clients = new ConcurrentHashMap<>();
@@ -199,7 +203,24 @@ public final class RespFace {
         this.ctx = context;
         this.password = context.password;
         this.maxBulkLength = context.maxBulkLength;
+        this.blocking = new RespBlocking(this);
+        this.multi = new RespMulti(this);
+        this.pubsub = new RespPubSub(this);
         this.commands = new RespCommands(this);
+        store.keyListener(new Store.KeyListener() {
+            @Override
+            public void keyChanged(byte[] key) {
+                if (multi.anyWatched()) {
+                    multi.keyChanged(new Bytes(key));
+                }
+                blocking.keyChanged(key);
+            }
+
+            @Override
+            public void flushing(java.util.function.Predicate<byte[]> live) {
+                multi.flushing(live);
+            }
+        });
         String v = context.version != null ? context.version : RespFace.class.getPackage().getImplementationVersion();
         this.version = v != null ? v : "unknown";
     }
@@ -258,8 +279,16 @@ public final class RespFace {
         return commandsProcessed.sum();
     }
 
+    /** A connection closed: it leaves the blocked-client queues, its watches and its subscriptions. */
+    void disconnected(RespConnection c) {
+        blocking.disconnected(c);
+        multi.discard(c);
+        pubsub.unsubscribeAll(c);
+    }
+
     /** Closes every RESP connection (server shutdown). */
     public void closeAll() {
+        blocking.close();
         for (RespConnection c : clients.values()) {
             c.kill();
         }
