@@ -541,11 +541,20 @@ public final class Store implements AutoCloseable {
                     return e != null && !e.expired(System.currentTimeMillis());
                 });
             }
-            applyOp(op, p);
+            byte[] k = null;
+            boolean expired = false;
             if (listener != null && keyOp(op)) {
-                byte[] k = new byte[p.getInt(keyAt)];
+                k = new byte[p.getInt(keyAt)];
                 p.get(keyAt + 4, k);
-                listener.keyChanged(k);
+                if (op == LogDescriptor.OP_DELETE) {
+                    Key key = Key.wrap(k);
+                    Keyspace.Entry e = keyspace.shard(key).map.get(key);
+                    expired = e != null && e.expired(System.currentTimeMillis());
+                }
+            }
+            applyOp(op, p);
+            if (k != null) {
+                listener.keyChanged(k, expired);
             }
         }
     }
@@ -2444,8 +2453,11 @@ public final class Store implements AutoCloseable {
 
     /** What {@link #keyListener} is told. Implementations must be thread-safe; see there for the calling rules. */
     public interface KeyListener {
-        /** {@code key} (a fresh copy, the listener's to keep) was written, deleted or expired. */
-        void keyChanged(byte[] key);
+        /**
+         * {@code key} (a fresh copy, the listener's to keep) was written or deleted; {@code expired}: it was deleted
+         * because its time to live had passed (the expiry sweep, or a write that found it expired).
+         */
+        void keyChanged(byte[] key, boolean expired);
 
         /**
          * Every key is about to be removed (FLUSHALL); {@code live} tells whether a key exists (and is not expired)

@@ -126,6 +126,11 @@ final class RespBlocking {
         IN_COMMAND.get()[0]--;
     }
 
+    /** Whether a RESP command is running on this thread. */
+    static boolean inCommand() {
+        return IN_COMMAND.get()[0] > 0;
+    }
+
     private void scheduleDispatch() {
         if (dispatchScheduled.compareAndSet(false, true)) {
             try {
@@ -270,6 +275,29 @@ final class RespBlocking {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * CLIENT UNBLOCK: ends the wait of the client with that id as a time-out would ({@code error}: with Redis's
+     * UNBLOCKED error). True when it was blocked on keys.
+     */
+    boolean unblock(RespConnection c, boolean error) {
+        if (c == null) {
+            return false;
+        }
+        Blocked b;
+        lock.lock();
+        try {
+            b = c.blockedOn;
+            if (b == null || b.done) {
+                return false;
+            }
+            drop(b);
+        } finally {
+            lock.unlock();
+        }
+        b.c.resume(error ? w -> w.error("UNBLOCKED client unblocked via CLIENT UNBLOCK") : RespWriter::nullArray);
+        return true;
     }
 
     private void timedOut(Blocked b) {

@@ -177,6 +177,8 @@ enum RespCommand {
     final String lowerName;
     final boolean noAuth;
     final boolean write;
+    /** May use more memory: refused while used memory is over {@code maxmemory}. */
+    final boolean denyoom;
     private final byte[] upper;
 
     RespCommand(int arity, String flags, int firstKey, int lastKey, int step, String group, String summary) {
@@ -190,6 +192,7 @@ enum RespCommand {
         this.lowerName = name().toLowerCase(Locale.ROOT);
         this.noAuth = flags.contains("no-auth");
         this.write = flags.startsWith("write");
+        this.denyoom = flags.contains("denyoom");
         this.upper = name().getBytes(StandardCharsets.US_ASCII);
     }
 

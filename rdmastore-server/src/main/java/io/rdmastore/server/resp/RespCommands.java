@@ -31,6 +31,7 @@ final class RespCommands {
     private static final Logger LOG = LoggerFactory.getLogger(RespCommands.class);
     private static final String NOT_INTEGER = "ERR value is not an integer or out of range";
     private static final String SYNTAX = "ERR syntax error";
+    static final String OOM = "OOM command not allowed when used memory > 'maxmemory'.";
     private static final byte[] DEFAULT_USER = "default".getBytes(StandardCharsets.US_ASCII);
 
     private final RespFace face;
@@ -66,6 +67,17 @@ final class RespCommands {
         if (subscribed && !w.resp3() && !RespPubSub.allowedSubscribed(cmd)) {
             w.error("ERR Can't execute '" + cmd.lowerName + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT"
                 + " / RESET are allowed in this context");
+            return;
+        }
+        if (cmd.denyoom && face.overMaxmemory()) {
+            RespMulti.queueFailed(c);
+            w.error(OOM);
+            return;
+        }
+        if (cmd == RespCommand.EXEC && c.queued != null && !c.queueError && face.overMaxmemory()
+            && face.multi.anyDenyoom(c)) {
+            face.multi.discard(c);
+            w.error("EXECABORT Transaction discarded because of: " + OOM.substring(0));
             return;
         }
         if (face.multi.queue(c, w, cmd, argv, argc)) {
@@ -427,6 +439,35 @@ final class RespCommands {
                 w.ok();
             } else {
                 w.error("ERR Unrecognized option '" + utf8(argv[2]) + "'");
+            }
+        } else if (RespCommand.is(sub, "UNBLOCK") && (argc == 3 || argc == 4)) {
+            if (!parseLong(c, argv[2])) {
+                w.error(NOT_INTEGER);
+                return;
+            }
+            boolean error = false;
+            if (argc == 4) {
+                if (RespCommand.is(argv[3], "ERROR")) {
+                    error = true;
+                } else if (!RespCommand.is(argv[3], "TIMEOUT")) {
+                    w.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+                    return;
+                }
+            }
+            w.integer(face.blocking.unblock(face.client(c.num), error) ? 1 : 0);
+        } else if (RespCommand.is(sub, "REPLY") && argc == 3) {
+            if (RespCommand.is(argv[2], "ON")) {
+                c.replyOff = false;
+                c.replyTurnedOn = true;
+                w.ok();
+            } else if (RespCommand.is(argv[2], "OFF")) {
+                c.replyOff = true;
+            } else if (RespCommand.is(argv[2], "SKIP")) {
+                if (!c.replyOff) {
+                    c.skipNext = true;
+                }
+            } else {
+                w.error(SYNTAX);
             }
         } else if (RespCommand.is(sub, "INFO") && argc == 2) {
             w.verbatim(clientLine(c) + "\n");

@@ -85,6 +85,11 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     final java.util.Set<Bytes> channels = new java.util.LinkedHashSet<>();
     final java.util.Set<Bytes> patterns = new java.util.LinkedHashSet<>();
 
+    /** CLIENT REPLY OFF / SKIP (the next command) / ON (this command's OK is sent); event loop only. */
+    boolean replyOff;
+    boolean skipNext;
+    boolean replyTurnedOn;
+
     /** The command being run, set once its arity and authentication passed; null for a rejected one. */
     RespCommand current;
 
@@ -555,12 +560,19 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     private void dispatch() {
         commandsInBatch++;
+        boolean silence = (replyOff || skipNext) && !RespPubSub.pushesOnly(argv[0]);
+        skipNext = false;
+        int mark = silence ? out().out.writerIndex() : 0;
         RespBlocking.enterCommand();
         try {
             runCommand(argv, argc);
         } finally {
             RespBlocking.exitCommand();
         }
+        if (silence && !replyTurnedOn && w.out != null && !closing) {
+            w.out.writerIndex(Math.min(mark, w.out.writerIndex()));
+        }
+        replyTurnedOn = false;
         Arrays.fill(argv, 0, argc, null);
         argc = 0;
         // clients blocked on keys this command pushed to are served before its reply leaves, as in Redis
@@ -580,8 +592,10 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         // Only a replica set's WAIT needs the index of this client's last write.
         boolean replicated = face.replicaSet() != null;
         long indexBefore = replicated ? Store.lastCommitIndex() : 0;
+        face.notify.begin();
         try {
             face.commands.execute(this, argv, argc);
+            face.notify.done(current, argv, argc);
             if (replicated) {
                 long indexAfter = Store.lastCommitIndex();
                 if (indexAfter != indexBefore) {

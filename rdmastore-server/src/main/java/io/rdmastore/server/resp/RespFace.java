@@ -172,6 +172,7 @@ public final class RespFace {
     final RespBlocking blocking;
     final RespMulti multi;
     final RespPubSub pubsub;
+    final RespNotify notify;
     private final Context ctx;
     private final AtomicLong ownIds = new AtomicLong();
     private final Map<Long, RespConnection> clients = new ConcurrentHashMap<>();
@@ -206,14 +207,16 @@ public final class RespFace {
         this.blocking = new RespBlocking(this);
         this.multi = new RespMulti(this);
         this.pubsub = new RespPubSub(this);
+        this.notify = new RespNotify(this);
         this.commands = new RespCommands(this);
         store.keyListener(new Store.KeyListener() {
             @Override
-            public void keyChanged(byte[] key) {
+            public void keyChanged(byte[] key, boolean expired) {
                 if (multi.anyWatched()) {
                     multi.keyChanged(new Bytes(key));
                 }
                 blocking.keyChanged(key);
+                notify.keyChanged(key, expired);
             }
 
             @Override
@@ -277,6 +280,23 @@ public final class RespFace {
     /** Total commands processed since start. */
     public long commandsProcessed() {
         return commandsProcessed.sum();
+    }
+
+    /** Whether {@code maxmemory} is set and the memory in use (heap and off-heap) is over it. Any thread. */
+    boolean overMaxmemory() {
+        String v = settings.get("maxmemory");
+        if (v == null || v.equals("0")) {
+            return false;
+        }
+        long max;
+        try {
+            max = Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            return false;
+        }
+        Runtime rt = Runtime.getRuntime();
+        long used = rt.totalMemory() - rt.freeMemory() + store.stats().usedOffHeapBytes();
+        return max > 0 && used > max;
     }
 
     /** A connection closed: it leaves the blocked-client queues, its watches and its subscriptions. */
@@ -422,6 +442,15 @@ public final class RespFace {
                     return "argument must be a memory value between 1mb and 2gb";
                 }
                 maxBulkLength = v;
+                return null;
+            }
+            case "notify-keyspace-events" -> {
+                int f = RespNotify.parse(value);
+                if (f < 0) {
+                    return "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+                }
+                notify.flags = (f & (RespNotify.KEYSPACE | RespNotify.KEYEVENT)) == 0 ? 0 : f;
+                settings.set(name, RespNotify.format(f));
                 return null;
             }
             case "appendonly" -> {

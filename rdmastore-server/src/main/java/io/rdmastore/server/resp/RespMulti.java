@@ -80,6 +80,17 @@ final class RespMulti {
         }
     }
 
+    /** Whether a queued command may use more memory (EXEC under maxmemory aborts then). */
+    boolean anyDenyoom(RespConnection c) {
+        for (byte[][] q : c.queued) {
+            RespCommand x = RespCommand.lookup(q[0]);
+            if (x != null && x.denyoom) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** A command that failed its checks (unknown, wrong arity) inside MULTI makes EXEC abort. */
     static void queueFailed(RespConnection c) {
         if (c.queued != null && !c.inExec) {

@@ -217,6 +217,13 @@ final class RespPubSub {
         }
     }
 
+    /** Commands whose replies are pushes, sent even under CLIENT REPLY OFF. */
+    static boolean pushesOnly(byte[] name) {
+        RespCommand cmd = RespCommand.lookup(name);
+        return cmd == RespCommand.SUBSCRIBE || cmd == RespCommand.PSUBSCRIBE || cmd == RespCommand.UNSUBSCRIBE
+            || cmd == RespCommand.PUNSUBSCRIBE;
+    }
+
     /** RESP2 subscribed mode: the commands a client with subscriptions may still send. */
     static boolean allowedSubscribed(RespCommand cmd) {
         return switch (cmd) {
