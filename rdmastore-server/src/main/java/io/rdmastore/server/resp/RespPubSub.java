@@ -181,7 +181,8 @@ final class RespPubSub {
                 }
             }
             case "numsub" -> {
-                w.mapHeader(argc - 2);
+                // a flat array in RESP3 too, as Redis 7.0 sends it
+                w.arrayHeader(2L * (argc - 2));
                 for (int i = 2; i < argc; i++) {
                     Set<RespConnection> s = channels.get(new Bytes(argv[i]));
                     w.bulk(argv[i]);
