@@ -543,18 +543,23 @@ public final class Store implements AutoCloseable {
             }
             byte[] k = null;
             boolean expired = false;
+            boolean existed = true;
             if (listener != null && keyOp(op)) {
                 k = new byte[p.getInt(keyAt)];
                 p.get(keyAt + 4, k);
-                if (op == LogDescriptor.OP_DELETE) {
+                if (op == LogDescriptor.OP_DELETE || listener.wantsCreations()) {
                     Key key = Key.wrap(k);
                     Keyspace.Entry e = keyspace.shard(key).map.get(key);
-                    expired = e != null && e.expired(System.currentTimeMillis());
+                    expired = op == LogDescriptor.OP_DELETE && e != null && e.expired(System.currentTimeMillis());
+                    existed = e != null && !e.expired(System.currentTimeMillis());
                 }
             }
             applyOp(op, p);
             if (k != null) {
                 listener.keyChanged(k, expired);
+                if (!existed && op != LogDescriptor.OP_DELETE) {
+                    listener.keyCreated(k);
+                }
             }
         }
     }
@@ -2458,6 +2463,15 @@ public final class Store implements AutoCloseable {
          * because its time to live had passed (the expiry sweep, or a write that found it expired).
          */
         void keyChanged(byte[] key, boolean expired);
+
+        /** Whether {@link #keyCreated} is wanted (it costs one more lookup per write). */
+        default boolean wantsCreations() {
+            return false;
+        }
+
+        /** {@code key} did not exist (or had expired) before this write, after {@link #keyChanged}. */
+        default void keyCreated(byte[] key) {
+        }
 
         /**
          * Every key is about to be removed (FLUSHALL); {@code live} tells whether a key exists (and is not expired)

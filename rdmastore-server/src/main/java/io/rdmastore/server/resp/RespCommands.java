@@ -70,6 +70,9 @@ final class RespCommands {
             return;
         }
         if (cmd.denyoom && face.overMaxmemory()) {
+            face.evictIfNeeded();
+        }
+        if (cmd.denyoom && face.overMaxmemory()) {
             RespMulti.queueFailed(c);
             w.error(OOM);
             return;

@@ -220,6 +220,16 @@ public final class RespFace {
             }
 
             @Override
+            public boolean wantsCreations() {
+                return (notify.flags & RespNotify.NEW) != 0;
+            }
+
+            @Override
+            public void keyCreated(byte[] key) {
+                notify.created(key);
+            }
+
+            @Override
             public void flushing(java.util.function.Predicate<byte[]> live) {
                 multi.flushing(live);
             }
@@ -297,6 +307,31 @@ public final class RespFace {
         Runtime rt = Runtime.getRuntime();
         long used = rt.totalMemory() - rt.freeMemory() + store.stats().usedOffHeapBytes();
         return max > 0 && used > max;
+    }
+
+    /**
+     * With {@code maxmemory} set, an {@code allkeys-*} policy and the memory in use over it, deletes random keys (at
+     * most 10000 per call) until it is not, each with an {@code evicted} keyspace event. rdmastore keeps no access
+     * times, so the LRU, LFU and random policies all evict at random; the {@code volatile-*} policies evict nothing.
+     * Called before a command that may use more memory and when the setting changes; the caller's event loop.
+     */
+    void evictIfNeeded() {
+        if (!overMaxmemory()) {
+            return;
+        }
+        String policy = settings.get("maxmemory-policy");
+        if (policy == null || !policy.startsWith("allkeys")) {
+            return;
+        }
+        for (int i = 0; i < 10_000 && overMaxmemory(); i++) {
+            byte[] k = store.randomKey();
+            if (k == null) {
+                return;
+            }
+            if (store.delete(k) > 0) {
+                notify.evicted(k);
+            }
+        }
     }
 
     /** A connection closed: it leaves the blocked-client queues, its watches and its subscriptions. */
@@ -460,7 +495,11 @@ public final class RespFace {
             }
             default -> {
                 if (RespSettings.knows(name)) {
-                    return settings.set(name, value);
+                    String err = settings.set(name, value);
+                    if (err == null && name.startsWith("maxmemory")) {
+                        evictIfNeeded();
+                    }
+                    return err;
                 }
                 if (ctx.config != null) {
                     return ctx.config.set(name, value);

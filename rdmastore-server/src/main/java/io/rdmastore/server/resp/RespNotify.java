@@ -112,6 +112,22 @@ final class RespNotify {
         }
     }
 
+    /** A key created by a write (class n: RESP commands only, as the other events). */
+    void created(byte[] key) {
+        int f = flags;
+        if ((f & NEW) != 0 && RespBlocking.inCommand()) {
+            emit(f, NEW, "new", key);
+        }
+    }
+
+    /** A key evicted for maxmemory. */
+    void evicted(byte[] key) {
+        int f = flags;
+        if (f != 0) {
+            emit(f, EVICTED, "evicted", key);
+        }
+    }
+
     /** Before a RESP command runs on this thread. */
     void begin() {
         if (flags != 0) {
