@@ -532,6 +532,9 @@ public final class Store implements AutoCloseable {
     /** Applies one frame's ops to memory: the one code path for live writes, recovery and snapshot loading. */
     private void applyFrame(ByteBuffer p) {
         KeyListener listener = keyListener;
+        if (listener != null && !listener.wantsKeys()) {
+            listener = null;
+        }
         while (p.hasRemaining()) {
             byte op = p.get();
             int keyAt = p.position();
@@ -575,6 +578,7 @@ public final class Store implements AutoCloseable {
     }
 
     private void applyOp(byte op, ByteBuffer p) {
+        // (the switch keeps the indentation it had inside applyFrame's loop)
         {
             switch (op) {
                 case LogDescriptor.OP_STRING_PUT -> {
@@ -2463,6 +2467,14 @@ public final class Store implements AutoCloseable {
          * because its time to live had passed (the expiry sweep, or a write that found it expired).
          */
         void keyChanged(byte[] key, boolean expired);
+
+        /**
+         * Whether anyone listens now; asked once per frame, so a listener with nobody behind it costs no key copies.
+         * A registration that answers true from then on sees every write that applies after it.
+         */
+        default boolean wantsKeys() {
+            return true;
+        }
 
         /** Whether {@link #keyCreated} is wanted (it costs one more lookup per write). */
         default boolean wantsCreations() {

@@ -96,6 +96,11 @@ final class RespBlocking {
         return blockedCount.get();
     }
 
+    /** Whether any client waits on a key (the store's listener copies keys only then). Any thread. */
+    boolean anyBlocked() {
+        return !byKey.isEmpty();
+    }
+
     /** Stops the unblock thread (the face's shutdown). */
     void close() {
         dispatcher.shutdownNow();
@@ -281,12 +286,20 @@ final class RespBlocking {
      * CLIENT UNBLOCK: ends the wait of the client with that id as a time-out would ({@code error}: with Redis's
      * UNBLOCKED error). True when it was blocked on keys.
      */
-    boolean unblock(RespConnection c, boolean error) {
+    boolean unblock(RespConnection c, boolean error, boolean inExec) {
         if (c == null) {
             return false;
         }
         Blocked b;
-        lock.lock();
+        if (inExec) {
+            // EXEC holds every store lock, and a serving thread may hold this lock while it waits for a store lock:
+            // inside EXEC, only an uncontended registry is used
+            if (!lock.tryLock()) {
+                return false;
+            }
+        } else {
+            lock.lock();
+        }
         try {
             b = c.blockedOn;
             if (b == null || b.done) {

@@ -457,7 +457,7 @@ final class RespCommands {
                     return;
                 }
             }
-            w.integer(face.blocking.unblock(face.client(c.num), error) ? 1 : 0);
+            w.integer(face.blocking.unblock(face.client(c.num), error, c.inExec) ? 1 : 0);
         } else if (RespCommand.is(sub, "REPLY") && argc == 3) {
             if (RespCommand.is(argv[2], "ON")) {
                 c.replyOff = false;

@@ -220,6 +220,11 @@ public final class RespFace {
             }
 
             @Override
+            public boolean wantsKeys() {
+                return multi.anyWatched() || blocking.anyBlocked() || notify.flags != 0;
+            }
+
+            @Override
             public boolean wantsCreations() {
                 return (notify.flags & RespNotify.NEW) != 0;
             }
