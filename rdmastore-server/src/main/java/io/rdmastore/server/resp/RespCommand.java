@@ -119,6 +119,8 @@ enum RespCommand {
     PUNSUBSCRIBE(-1, "pubsub noscript loading stale", 0, 0, 0, "pubsub", "Stops listening to messages posted to channels matching patterns."),
     PUBLISH(3, "pubsub loading stale fast", 0, 0, 0, "pubsub", "Posts a message to a channel."),
     PUBSUB(-2, "pubsub loading stale", 0, 0, 0, "pubsub", "A container for Pub/Sub commands."),
+    SORT(-2, "write denyoom", 1, 1, 1, "keyspace", "Sorts the elements in a list or a set, optionally storing the result."),
+    SORT_RO(-2, "readonly", 1, 1, 1, "keyspace", "Returns the sorted elements of a list or a set."),
     SADD(-3, "write denyoom fast", 1, 1, 1, "set", "Adds one or more members to a set."),
     SREM(-3, "write fast", 1, 1, 1, "set", "Removes one or more members from a set."),
     SMEMBERS(2, "readonly", 1, 1, 1, "set", "Returns all members of a set."),

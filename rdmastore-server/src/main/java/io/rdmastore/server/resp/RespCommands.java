@@ -37,11 +37,13 @@ final class RespCommands {
     private final RespFace face;
     private final Store store;
     private final RespMore more;
+    private final RespSort sort;
 
     RespCommands(RespFace face) {
         this.face = face;
         this.store = face.store;
         this.more = new RespMore(face);
+        this.sort = new RespSort(face);
     }
 
     void execute(RespConnection c, byte[][] argv, int argc) {
@@ -310,6 +312,7 @@ final class RespCommands {
             case MULTI, EXEC, DISCARD, WATCH, UNWATCH -> face.multi.execute(c, w, cmd, argv, argc);
             case SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB ->
                 face.pubsub.execute(c, w, cmd, argv, argc);
+            case SORT, SORT_RO -> sort.execute(c, w, cmd, argv, argc);
             default -> more.execute(c, w, cmd, argv, argc);
         }
     }

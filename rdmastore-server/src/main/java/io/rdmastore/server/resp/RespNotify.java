@@ -191,6 +191,11 @@ final class RespNotify {
             case RPOPLPUSH, BRPOPLPUSH -> name = first ? "rpop" : "lpush";
             case LMPOP, BLMPOP -> name = leftArg(argv, argc) ? "lpop" : "rpop";
             case SMOVE -> name = first ? "srem" : "sadd";
+            case SORT -> {
+                // only the STORE destination changes
+                emit(f, LIST, "sortstore", key);
+                return;
+            }
             case HMSET, HSETNX -> name = "hset";
             default -> { }
         }
