@@ -141,6 +141,10 @@ final class RespMulti {
         if (c.watched.containsKey(k)) {
             return;
         }
+        if (c.watched.isEmpty()) {
+            // a first WATCH starts clean, even if a writer that saw an earlier watch set the flag late
+            c.watchDirty = false;
+        }
         watched.compute(k, (x, s) -> {
             Set<RespConnection> set = s != null ? s : ConcurrentHashMap.newKeySet();
             set.add(c);
