@@ -357,6 +357,28 @@ public final class Lists {
         });
     }
 
+    /**
+     * Replaces whatever {@code key} holds (any type) by a list of {@code items}, without a time to live, or deletes it
+     * when {@code items} is empty (SORT ... STORE). Returns the list's length.
+     */
+    public long store(byte[] key, List<byte[]> items) {
+        for (byte[] v : items) {
+            store.checkValue(v.length);
+        }
+        return store.writeKey(key, (k, e, f, now) -> {
+            if (e != null && (items.isEmpty() || e.type != Keyspace.LIST)) {
+                f.op(LogDescriptor.OP_DELETE).putBytes(k.bytes);
+            }
+            if (!items.isEmpty()) {
+                f.op(LogDescriptor.OP_LIST_REPLACE).putBytes(k.bytes).putLong(-1).putInt(items.size());
+                for (byte[] v : items) {
+                    f.putBytes(v);
+                }
+            }
+            return (long) items.size();
+        });
+    }
+
     /** LMOVE (and RPOPLPUSH): the element moved, or null when {@code from} is missing. */
     public byte[] move(byte[] from, byte[] to, boolean fromLeft, boolean toLeft) {
         return store.withKeys(new byte[][] {from, to}, true, (ks, live, f, now) -> {

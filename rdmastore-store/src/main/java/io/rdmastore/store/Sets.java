@@ -292,7 +292,10 @@ public final class Sets {
                 return true;
             }
             f.op(LogDescriptor.OP_SET_REM).putBytes(ks[0].bytes).putInt(1).putBytes(m.bytes);
-            f.op(LogDescriptor.OP_SET_ADD).putBytes(ks[1].bytes).putInt(1).putBytes(m.bytes);
+            if (live[1] == null || !live[1].set.contains(m)) {
+                // a member already in the destination leaves it untouched (no write seen by WATCH, as in Redis)
+                f.op(LogDescriptor.OP_SET_ADD).putBytes(ks[1].bytes).putInt(1).putBytes(m.bytes);
+            }
             return true;
         });
     }

@@ -100,6 +100,8 @@ public final class Store implements AutoCloseable {
     private volatile String readOnlyReason = "NOTPRIMARY no primary at the moment (election in progress)";
     /** Told after every committed client write, once its locks are released (the primary wakes its secondaries). */
     private volatile Runnable appendListener;
+    /** Told of every key a write changes, under that key's shard lock (the RESP face's WATCH and blocked pops). */
+    private volatile KeyListener keyListener;
     /** Position of the last frame applied by recovery or a snapshot load (OP_POSITION). */
     private long replayTerm;
     private long replayIndex;
@@ -529,8 +531,55 @@ public final class Store implements AutoCloseable {
 
     /** Applies one frame's ops to memory: the one code path for live writes, recovery and snapshot loading. */
     private void applyFrame(ByteBuffer p) {
+        KeyListener listener = keyListener;
+        if (listener != null && !listener.wantsKeys()) {
+            listener = null;
+        }
         while (p.hasRemaining()) {
             byte op = p.get();
+            int keyAt = p.position();
+            if (listener != null && op == LogDescriptor.OP_FLUSH_KEYS) {
+                listener.flushing(k -> {
+                    Keyspace.Entry e = keyspace.shard(Key.wrap(k)).map.get(Key.wrap(k));
+                    return e != null && !e.expired(System.currentTimeMillis());
+                });
+            }
+            byte[] k = null;
+            boolean expired = false;
+            boolean existed = true;
+            if (listener != null && keyOp(op)) {
+                k = new byte[p.getInt(keyAt)];
+                p.get(keyAt + 4, k);
+                if (op == LogDescriptor.OP_DELETE || listener.wantsCreations()) {
+                    Key key = Key.wrap(k);
+                    Keyspace.Entry e = keyspace.shard(key).map.get(key);
+                    expired = op == LogDescriptor.OP_DELETE && e != null && e.expired(System.currentTimeMillis());
+                    existed = e != null && !e.expired(System.currentTimeMillis());
+                }
+            }
+            applyOp(op, p);
+            if (k != null) {
+                listener.keyChanged(k, expired);
+                if (!existed && op != LogDescriptor.OP_DELETE) {
+                    listener.keyCreated(k);
+                }
+            }
+        }
+    }
+
+    /** Whether an op's payload starts with the key it changes (every keyspace op but FLUSH_KEYS). */
+    private static boolean keyOp(byte op) {
+        return switch (op) {
+            case LogDescriptor.OP_FLUSH_KEYS, LogDescriptor.OP_COLLECTION_CREATE, LogDescriptor.OP_COLLECTION_DROP,
+                 LogDescriptor.OP_DOCUMENT_PUT, LogDescriptor.OP_DOCUMENT_DELETE, LogDescriptor.OP_SNAPSHOT_END,
+                 LogDescriptor.OP_POSITION -> false;
+            default -> true;
+        };
+    }
+
+    private void applyOp(byte op, ByteBuffer p) {
+        // (the switch keeps the indentation it had inside applyFrame's loop)
+        {
             switch (op) {
                 case LogDescriptor.OP_STRING_PUT -> {
                     Key k = Key.wrap(Keyspace.readBytes(p));
@@ -2411,6 +2460,64 @@ public final class Store implements AutoCloseable {
      */
     public void appendListener(Runnable listener) {
         this.appendListener = listener;
+    }
+
+    /**
+     * Told of every key a write changes (client writes, expiry, replicated frames, snapshot installs), whatever the
+     * protocol: the RESP face's WATCH, blocked list pops and keyspace events hang on it. Called on the writer's
+     * thread while it holds the key's shard write lock (for a flush, every shard's), after the change is applied:
+     * it must be quick, must not block and must not call the store. Null removes it.
+     */
+    public void keyListener(KeyListener listener) {
+        this.keyListener = listener;
+    }
+
+    /** What {@link #keyListener} is told. Implementations must be thread-safe; see there for the calling rules. */
+    public interface KeyListener {
+        /**
+         * {@code key} (a fresh copy, the listener's to keep) was written or deleted; {@code expired}: it was deleted
+         * because its time to live had passed (the expiry sweep, or a write that found it expired).
+         */
+        void keyChanged(byte[] key, boolean expired);
+
+        /**
+         * Whether anyone listens now; asked once per frame, so a listener with nobody behind it costs no key copies.
+         * A registration that answers true from then on sees every write that applies after it.
+         */
+        default boolean wantsKeys() {
+            return true;
+        }
+
+        /** Whether {@link #keyCreated} is wanted (it costs one more lookup per write). */
+        default boolean wantsCreations() {
+            return false;
+        }
+
+        /** {@code key} did not exist (or had expired) before this write, after {@link #keyChanged}. */
+        default void keyCreated(byte[] key) {
+        }
+
+        /**
+         * Every key is about to be removed (FLUSHALL); {@code live} tells whether a key exists (and is not expired)
+         * just before. Valid only during the call.
+         */
+        void flushing(java.util.function.Predicate<byte[]> live);
+    }
+
+    /**
+     * Runs {@code body} holding every shard's write lock and the documents' lock (the same lock set as a snapshot
+     * takes): no other client's read or write, from any face, interleaves with it, and the store calls it makes take
+     * their locks reentrantly. The RESP face's EXEC. {@code body} must not wait for another thread that uses the
+     * store (a synchronous {@link #snapshot} would deadlock). Any thread.
+     */
+    public <T> T exclusive(java.util.function.Supplier<T> body) {
+        checkOpen();
+        Lock[] all = lockAll();
+        try {
+            return body.get();
+        } finally {
+            unlockAll(all);
+        }
     }
 
     /** The oplog index of the last write this thread committed (0 if none): what a WAIT after it waits for. */

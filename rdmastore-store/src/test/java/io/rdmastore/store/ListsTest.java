@@ -167,4 +167,22 @@ class ListsTest {
             assertEquals(model.getOrDefault(k, new LinkedList<>()), strings(store.lists().range(b(k), 0, -1)), k);
         }
     }
+
+    @Test
+    void storeReplacesAnyValueAndSurvivesARestart() {
+        try (Store st = TestSupport.open(dir)) {
+            st.set(b("d"), b("a string"), new SetOptions().expireAtMillis(System.currentTimeMillis() + 600_000));
+            assertEquals(2, st.lists().store(b("d"), bs("x", "y")));
+            assertEquals(List.of("x", "y"), strings(st.lists().range(b("d"), 0, -1)));
+            assertEquals(-1, st.pttl(b("d")));
+            st.lists().push(b("e"), bs("old"), true, false);
+            assertEquals(0, st.lists().store(b("e"), List.of()));
+            assertEquals(ValueType.NONE, st.type(b("e")));
+        }
+        try (Store st = TestSupport.open(dir)) {
+            assertEquals(List.of("x", "y"), strings(st.lists().range(b("d"), 0, -1)));
+            assertEquals(-1, st.pttl(b("d")));
+            assertEquals(ValueType.NONE, st.type(b("e")));
+        }
+    }
 }

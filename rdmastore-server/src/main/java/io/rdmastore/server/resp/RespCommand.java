@@ -102,6 +102,25 @@ enum RespCommand {
     RESET(1, "noscript loading stale fast no-auth", 0, 0, 0, "connection", "Resets the connection."),
     DUMP(2, "readonly", 1, 1, 1, "keyspace", "Returns a serialized representation of the value stored at a key."),
     RESTORE(-4, "write denyoom", 1, 1, 1, "keyspace", "Creates a key from the serialized representation of a value."),
+    BLPOP(-3, "write noscript blocking", 1, -2, 1, "list", "Removes and returns the first element in a list; blocks."),
+    BRPOP(-3, "write noscript blocking", 1, -2, 1, "list", "Removes and returns the last element in a list; blocks."),
+    BRPOPLPUSH(4, "write denyoom noscript blocking", 1, 2, 1, "list", "Pops an element, pushes it to another list; blocks."),
+    BLMOVE(6, "write denyoom noscript blocking", 1, 2, 1, "list", "Pops an element, pushes it to another list; blocks."),
+    BLMPOP(-5, "write blocking", 0, 0, 0, "list", "Pops elements from the first non-empty list; blocks."),
+    LMPOP(-4, "write", 0, 0, 0, "list", "Returns multiple elements from a list after removing them."),
+    MULTI(1, "noscript loading stale fast", 0, 0, 0, "transactions", "Starts a transaction."),
+    EXEC(1, "noscript loading stale skip-slowlog", 0, 0, 0, "transactions", "Executes all commands in a transaction."),
+    DISCARD(1, "noscript loading stale fast", 0, 0, 0, "transactions", "Discards a transaction."),
+    WATCH(-2, "noscript loading stale fast", 1, -1, 1, "transactions", "Monitors changes to keys to abort a transaction."),
+    UNWATCH(1, "noscript loading stale fast", 0, 0, 0, "transactions", "Forgets about watched keys of a transaction."),
+    SUBSCRIBE(-2, "pubsub noscript loading stale", 0, 0, 0, "pubsub", "Listens for messages published to channels."),
+    UNSUBSCRIBE(-1, "pubsub noscript loading stale", 0, 0, 0, "pubsub", "Stops listening to messages posted to channels."),
+    PSUBSCRIBE(-2, "pubsub noscript loading stale", 0, 0, 0, "pubsub", "Listens for messages published to channels matching patterns."),
+    PUNSUBSCRIBE(-1, "pubsub noscript loading stale", 0, 0, 0, "pubsub", "Stops listening to messages posted to channels matching patterns."),
+    PUBLISH(3, "pubsub loading stale fast", 0, 0, 0, "pubsub", "Posts a message to a channel."),
+    PUBSUB(-2, "pubsub loading stale", 0, 0, 0, "pubsub", "A container for Pub/Sub commands."),
+    SORT(-2, "write denyoom", 1, 1, 1, "keyspace", "Sorts the elements in a list or a set, optionally storing the result."),
+    SORT_RO(-2, "readonly", 1, 1, 1, "keyspace", "Returns the sorted elements of a list or a set."),
     SADD(-3, "write denyoom fast", 1, 1, 1, "set", "Adds one or more members to a set."),
     SREM(-3, "write fast", 1, 1, 1, "set", "Removes one or more members from a set."),
     SMEMBERS(2, "readonly", 1, 1, 1, "set", "Returns all members of a set."),
@@ -160,6 +179,8 @@ enum RespCommand {
     final String lowerName;
     final boolean noAuth;
     final boolean write;
+    /** May use more memory: refused while used memory is over {@code maxmemory}. */
+    final boolean denyoom;
     private final byte[] upper;
 
     RespCommand(int arity, String flags, int firstKey, int lastKey, int step, String group, String summary) {
@@ -173,6 +194,7 @@ enum RespCommand {
         this.lowerName = name().toLowerCase(Locale.ROOT);
         this.noAuth = flags.contains("no-auth");
         this.write = flags.startsWith("write");
+        this.denyoom = flags.contains("denyoom");
         this.upper = name().getBytes(StandardCharsets.US_ASCII);
     }
 

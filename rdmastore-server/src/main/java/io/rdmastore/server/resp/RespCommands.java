@@ -31,32 +31,61 @@ final class RespCommands {
     private static final Logger LOG = LoggerFactory.getLogger(RespCommands.class);
     private static final String NOT_INTEGER = "ERR value is not an integer or out of range";
     private static final String SYNTAX = "ERR syntax error";
+    static final String OOM = "OOM command not allowed when used memory > 'maxmemory'.";
     private static final byte[] DEFAULT_USER = "default".getBytes(StandardCharsets.US_ASCII);
 
     private final RespFace face;
     private final Store store;
     private final RespMore more;
+    private final RespSort sort;
 
     RespCommands(RespFace face) {
         this.face = face;
         this.store = face.store;
         this.more = new RespMore(face);
+        this.sort = new RespSort(face);
     }
 
     void execute(RespConnection c, byte[][] argv, int argc) {
         RespCommand cmd = RespCommand.lookup(argv[0]);
         RespWriter w = c.out();
         if (cmd == null) {
+            RespMulti.queueFailed(c);
             w.error(unknownCommand(argv, argc));
             return;
         }
         c.lastCommand = cmd.lowerName;
         if (!cmd.arityOk(argc)) {
+            RespMulti.queueFailed(c);
             w.error(wrongArgs(cmd.lowerName));
             return;
         }
         if (!c.authenticated && !cmd.noAuth) {
+            RespMulti.queueFailed(c);
             w.error("NOAUTH Authentication required.");
+            return;
+        }
+        boolean subscribed = !c.channels.isEmpty() || !c.patterns.isEmpty();
+        if (subscribed && !w.resp3() && !RespPubSub.allowedSubscribed(cmd)) {
+            w.error("ERR Can't execute '" + cmd.lowerName + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT"
+                + " / RESET are allowed in this context");
+            return;
+        }
+        if (cmd.denyoom && face.overMaxmemory()) {
+            face.evictIfNeeded();
+        }
+        if (cmd.denyoom && face.overMaxmemory()) {
+            RespMulti.queueFailed(c);
+            w.error(OOM);
+            return;
+        }
+        if (cmd == RespCommand.EXEC && c.queued != null && !c.queueError && face.overMaxmemory()
+            && face.multi.anyDenyoom(c)) {
+            face.multi.discard(c);
+            w.error("EXECABORT Transaction discarded because of: " + OOM.substring(0));
+            return;
+        }
+        if (face.multi.queue(c, w, cmd, argv, argc)) {
             return;
         }
         c.current = cmd;
@@ -64,6 +93,11 @@ final class RespCommands {
             case PING -> {
                 if (argc > 2) {
                     w.error(wrongArgs("ping"));
+                } else if (subscribed && !w.resp3()) {
+                    // RESP2 subscribed mode: PING answers as a pub/sub message does
+                    w.arrayHeader(2);
+                    w.bulk("pong");
+                    w.bulk(argc == 2 ? argv[1] : new byte[0]);
                 } else if (argc == 2) {
                     w.bulk(argv[1]);
                 } else {
@@ -274,6 +308,11 @@ final class RespCommands {
                 }
             }
             case HSCAN -> scan(c, w, argv, argc, true);
+            case BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, LMPOP -> face.blocking.execute(c, w, cmd, argv, argc);
+            case MULTI, EXEC, DISCARD, WATCH, UNWATCH -> face.multi.execute(c, w, cmd, argv, argc);
+            case SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB ->
+                face.pubsub.execute(c, w, cmd, argv, argc);
+            case SORT, SORT_RO -> sort.execute(c, w, cmd, argv, argc);
             default -> more.execute(c, w, cmd, argv, argc);
         }
     }
@@ -406,6 +445,35 @@ final class RespCommands {
                 w.ok();
             } else {
                 w.error("ERR Unrecognized option '" + utf8(argv[2]) + "'");
+            }
+        } else if (RespCommand.is(sub, "UNBLOCK") && (argc == 3 || argc == 4)) {
+            if (!parseLong(c, argv[2])) {
+                w.error(NOT_INTEGER);
+                return;
+            }
+            boolean error = false;
+            if (argc == 4) {
+                if (RespCommand.is(argv[3], "ERROR")) {
+                    error = true;
+                } else if (!RespCommand.is(argv[3], "TIMEOUT")) {
+                    w.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+                    return;
+                }
+            }
+            w.integer(face.blocking.unblock(face.client(c.num), error, c.inExec) ? 1 : 0);
+        } else if (RespCommand.is(sub, "REPLY") && argc == 3) {
+            if (RespCommand.is(argv[2], "ON")) {
+                c.replyOff = false;
+                c.replyTurnedOn = true;
+                w.ok();
+            } else if (RespCommand.is(argv[2], "OFF")) {
+                c.replyOff = true;
+            } else if (RespCommand.is(argv[2], "SKIP")) {
+                if (!c.replyOff) {
+                    c.skipNext = true;
+                }
+            } else {
+                w.error(SYNTAX);
             }
         } else if (RespCommand.is(sub, "INFO") && argc == 2) {
             w.verbatim(clientLine(c) + "\n");
@@ -666,7 +734,7 @@ final class RespCommands {
         clients.put("connected_clients", Integer.toString(face.connectedClients() + nativeCount));
         clients.put("connected_resp_clients", Integer.toString(face.connectedClients()));
         clients.put("connected_native_clients", Integer.toString(nativeCount));
-        clients.put("blocked_clients", "0");
+        clients.put("blocked_clients", Integer.toString(face.blocking.blockedClients()));
         sections.put("clients", clients);
 
         Map<String, String> memory = new LinkedHashMap<>();

@@ -71,6 +71,25 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     volatile long commandsTotal;
     volatile String remote = "?";
 
+    /** MULTI: the commands queued (null outside MULTI), whether one failed its checks, and EXEC running them. */
+    java.util.List<byte[][]> queued;
+    boolean queueError;
+    boolean inExec;
+    /** WATCHed keys, each with whether it existed at WATCH; event loop only. */
+    final java.util.Map<Bytes, Boolean> watched = new java.util.HashMap<>();
+    /** A watched key changed since WATCH; set by any writer's thread (the store's key listener). */
+    volatile boolean watchDirty;
+    /** The blocking list command this client waits in, or null; guarded by the blocking registry's lock. */
+    RespBlocking.Blocked blockedOn;
+    /** Pub/sub subscriptions; event loop only. */
+    final java.util.Set<Bytes> channels = new java.util.LinkedHashSet<>();
+    final java.util.Set<Bytes> patterns = new java.util.LinkedHashSet<>();
+
+    /** CLIENT REPLY OFF / SKIP (the next command) / ON (this command's OK is sent); event loop only. */
+    boolean replyOff;
+    boolean skipNext;
+    boolean replyTurnedOn;
+
     /** The command being run, set once its arity and authentication passed; null for a rejected one. */
     RespCommand current;
 
@@ -116,6 +135,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
         face.unregister(this);
+        face.disconnected(this);
         releaseCumulation();
         super.channelInactive(ctx);
     }
@@ -123,6 +143,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
         face.unregister(this);
+        face.disconnected(this);
         releaseCumulation();
     }
 
@@ -337,6 +358,33 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         });
     }
 
+    /** Runs {@code task} on this connection's event loop after {@code millis} (a blocked command's time-out). */
+    java.util.concurrent.Future<?> schedule(Runnable task, long millis) {
+        return ctx.executor().schedule(task, millis, java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Any thread: writes an out-of-band message (pub/sub) on the event loop and flushes it. A subscriber whose unread
+     * bytes pass the pub/sub output limit is disconnected (Redis's client-output-buffer-limit pubsub).
+     */
+    void push(java.util.function.Consumer<RespWriter> message) {
+        ctx.executor().execute(() -> {
+            if (closing || !ctx.channel().isActive()) {
+                return;
+            }
+            message.accept(out());
+            flushReplies();
+            var pending = ctx.channel().unsafe().outboundBuffer();
+            long limit = face.pubsub.outputLimit();
+            if (pending != null && limit > 0 && pending.totalPendingWriteBytes() > limit) {
+                LOG.info("RESP client {} at {}: {} pub/sub bytes not read by the client exceed the limit of {}, "
+                    + "closing", id, remote, pending.totalPendingWriteBytes(), limit);
+                closing = true;
+                ctx.close();
+            }
+        });
+    }
+
     /** The reply buffer for the current batch; created on first use. */
     RespWriter out() {
         if (w.out == null) {
@@ -512,14 +560,42 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     private void dispatch() {
         commandsInBatch++;
+        boolean silence = (replyOff || skipNext) && !RespPubSub.pushesOnly(argv[0]);
+        skipNext = false;
+        int mark = silence ? out().out.writerIndex() : 0;
+        RespBlocking.enterCommand();
+        try {
+            runCommand(argv, argc);
+        } finally {
+            RespBlocking.exitCommand();
+        }
+        if (silence && !replyTurnedOn && w.out != null && !closing) {
+            w.out.writerIndex(Math.min(mark, w.out.writerIndex()));
+        }
+        replyTurnedOn = false;
+        Arrays.fill(argv, 0, argc, null);
+        argc = 0;
+        // clients blocked on keys this command pushed to are served before its reply leaves, as in Redis
+        face.blocking.serveReady();
+        writeAtHighWater();
+    }
+
+    /**
+     * Runs one command (also each command of an EXEC) with the error handling and statistics of every command: a
+     * store error becomes the error reply, anything unexpected an internal error, and the connection lives on.
+     */
+    void runCommand(byte[][] argv, int argc) {
         long started = System.nanoTime();
         long errorsBefore = w.errors;
+        RespCommand outer = current;
         current = null;
         // Only a replica set's WAIT needs the index of this client's last write.
         boolean replicated = face.replicaSet() != null;
         long indexBefore = replicated ? Store.lastCommitIndex() : 0;
+        face.notify.begin();
         try {
             face.commands.execute(this, argv, argc);
+            face.notify.done(current, argv, argc);
             if (replicated) {
                 long indexAfter = Store.lastCommitIndex();
                 if (indexAfter != indexBefore) {
@@ -548,9 +624,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         } else {
             face.commandsRejected.increment();
         }
-        Arrays.fill(argv, 0, argc, null);
-        argc = 0;
-        writeAtHighWater();
+        if (inExec) {
+            current = outer;
+        }
     }
 
     /** Store messages carry Redis's text; those without an error code ("WRONGTYPE ...") get "ERR ". */

@@ -168,6 +168,11 @@ public final class RespFace {
 
     final Store store;
     final RespCommands commands;
+    /** Clients blocked on list keys (BLPOP ...), transactions and WATCH, pub/sub. */
+    final RespBlocking blocking;
+    final RespMulti multi;
+    final RespPubSub pubsub;
+    final RespNotify notify;
     private final Context ctx;
     private final AtomicLong ownIds = new AtomicLong();
     private final Map<Long, RespConnection> clients = new ConcurrentHashMap<>();
@@ -199,7 +204,41 @@ public final class RespFace {
         this.ctx = context;
         this.password = context.password;
         this.maxBulkLength = context.maxBulkLength;
+        this.blocking = new RespBlocking(this);
+        this.multi = new RespMulti(this);
+        this.pubsub = new RespPubSub(this);
+        this.notify = new RespNotify(this);
         this.commands = new RespCommands(this);
+        store.keyListener(new Store.KeyListener() {
+            @Override
+            public void keyChanged(byte[] key, boolean expired) {
+                if (multi.anyWatched()) {
+                    multi.keyChanged(new Bytes(key));
+                }
+                blocking.keyChanged(key);
+                notify.keyChanged(key, expired);
+            }
+
+            @Override
+            public boolean wantsKeys() {
+                return multi.anyWatched() || blocking.anyBlocked() || notify.flags != 0;
+            }
+
+            @Override
+            public boolean wantsCreations() {
+                return (notify.flags & RespNotify.NEW) != 0;
+            }
+
+            @Override
+            public void keyCreated(byte[] key) {
+                notify.created(key);
+            }
+
+            @Override
+            public void flushing(java.util.function.Predicate<byte[]> live) {
+                multi.flushing(live);
+            }
+        });
         String v = context.version != null ? context.version : RespFace.class.getPackage().getImplementationVersion();
         this.version = v != null ? v : "unknown";
     }
@@ -258,8 +297,58 @@ public final class RespFace {
         return commandsProcessed.sum();
     }
 
+    /** Whether {@code maxmemory} is set and the memory in use (heap and off-heap) is over it. Any thread. */
+    boolean overMaxmemory() {
+        String v = settings.get("maxmemory");
+        if (v == null || v.equals("0")) {
+            return false;
+        }
+        long max;
+        try {
+            max = Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            return false;
+        }
+        Runtime rt = Runtime.getRuntime();
+        long used = rt.totalMemory() - rt.freeMemory() + store.stats().usedOffHeapBytes();
+        return max > 0 && used > max;
+    }
+
+    /**
+     * With {@code maxmemory} set, an {@code allkeys-*} policy and the memory in use over it, deletes random keys (at
+     * most 10000 per call) until it is not, each with an {@code evicted} keyspace event. rdmastore keeps no access
+     * times, so the LRU, LFU and random policies all evict at random; the {@code volatile-*} policies evict nothing.
+     * Called before a command that may use more memory and when the setting changes; the caller's event loop.
+     */
+    void evictIfNeeded() {
+        if (!overMaxmemory()) {
+            return;
+        }
+        String policy = settings.get("maxmemory-policy");
+        if (policy == null || !policy.startsWith("allkeys")) {
+            return;
+        }
+        for (int i = 0; i < 10_000 && overMaxmemory(); i++) {
+            byte[] k = store.randomKey();
+            if (k == null) {
+                return;
+            }
+            if (store.delete(k) > 0) {
+                notify.evicted(k);
+            }
+        }
+    }
+
+    /** A connection closed: it leaves the blocked-client queues, its watches and its subscriptions. */
+    void disconnected(RespConnection c) {
+        blocking.disconnected(c);
+        multi.discard(c);
+        pubsub.unsubscribeAll(c);
+    }
+
     /** Closes every RESP connection (server shutdown). */
     public void closeAll() {
+        blocking.close();
         for (RespConnection c : clients.values()) {
             c.kill();
         }
@@ -395,6 +484,15 @@ public final class RespFace {
                 maxBulkLength = v;
                 return null;
             }
+            case "notify-keyspace-events" -> {
+                int f = RespNotify.parse(value);
+                if (f < 0) {
+                    return "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+                }
+                notify.flags = (f & (RespNotify.KEYSPACE | RespNotify.KEYEVENT)) == 0 ? 0 : f;
+                settings.set(name, RespNotify.format(f));
+                return null;
+            }
             case "appendonly" -> {
                 // every write is logged; there is no switching it off
                 return value.equalsIgnoreCase("yes") ? null
@@ -402,7 +500,11 @@ public final class RespFace {
             }
             default -> {
                 if (RespSettings.knows(name)) {
-                    return settings.set(name, value);
+                    String err = settings.set(name, value);
+                    if (err == null && name.startsWith("maxmemory")) {
+                        evictIfNeeded();
+                    }
+                    return err;
                 }
                 if (ctx.config != null) {
                     return ctx.config.set(name, value);

@@ -62,6 +62,8 @@ final class RespMore {
             case MEMORY -> memory(c, w, argv, argc);
             case TOUCH -> w.integer(store.exists(Arrays.copyOfRange(argv, 1, argc)));
             case RESET -> {
+                face.multi.discard(c);
+                face.pubsub.unsubscribeAll(c);
                 w.proto = 2;
                 c.name = "";
                 c.authenticated = face.password() == null;

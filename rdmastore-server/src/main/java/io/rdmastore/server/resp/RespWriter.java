@@ -156,6 +156,13 @@ final class RespWriter {
         out.writeBytes(CRLF);
     }
 
+    /** An out-of-band push of {@code n} elements (pub/sub): RESP3's {@code >}, an array in RESP2. */
+    void pushHeader(long n) {
+        out.writeByte(proto == 3 ? '>' : '*');
+        decimal(n);
+        out.writeBytes(CRLF);
+    }
+
     /** A map of {@code n} pairs; RESP2 gets a flat array of 2n elements. */
     void mapHeader(long n) {
         if (proto == 3) {

@@ -130,8 +130,12 @@ class RespRedisCompatTest {
             assertEquals("OK", str(call(j, "CONFIG", "SET", "save", "")));
             assertEquals("OK", str(call(j, "CONFIG", "SET", "maxmemory", "100mb", "notify-keyspace-events", "KEA")));
             assertEquals(List.of("maxmemory", "104857600"), decode(call(j, "CONFIG", "GET", "maxmemory")));
-            assertEquals(List.of("notify-keyspace-events", "KEA"),
+            // applied now (keyspace notifications), and shown in Redis's canonical order
+            assertEquals(List.of("notify-keyspace-events", "AKE"),
                 decode(call(j, "CONFIG", "GET", "notify-keyspace-events")));
+            assertTrue(error(j, "CONFIG", "SET", "notify-keyspace-events", "KQ").contains("Invalid event class"));
+            // maxmemory is applied too (eviction and OOM): back to none for the other tests
+            assertEquals("OK", str(call(j, "CONFIG", "SET", "maxmemory", "0", "notify-keyspace-events", "")));
             assertEquals("OK", str(call(j, "CONFIG", "SET", "hash-max-ziplist-entries", "7")));
             assertEquals(List.of("hash-max-listpack-entries", "7"),
                 decode(call(j, "CONFIG", "GET", "hash-max-listpack-entries")));
