@@ -171,7 +171,18 @@ public final class SortedSets {
                 && c <= 'f' && c != 'e'))) {
                 return Double.NaN;
             }
-            return Double.parseDouble(s);
+            double d = Double.parseDouble(s);
+            if (Double.isInfinite(d)) {
+                return Double.NaN; // out of range (strtod's ERANGE), as Redis refuses it
+            }
+            if (d == 0) {
+                int e = body.indexOf('e');
+                String mant = e < 0 ? body : body.substring(0, e);
+                if (mant.chars().anyMatch(c -> c >= '1' && c <= '9')) {
+                    return Double.NaN; // underflow to zero: ERANGE too
+                }
+            }
+            return d;
         } catch (NumberFormatException e) {
             return Double.NaN;
         }
