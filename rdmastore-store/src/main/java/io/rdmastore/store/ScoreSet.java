@@ -17,7 +17,8 @@ import org.agrona.collections.Object2LongHashMap;
  * {@link java.util.concurrent.ConcurrentSkipListMap} have no rank (ZRANK, ZRANGE by index would be O(n)) and cost
  * about twice the memory per member of these arrays; no dependency offers an order-statistic tree.
  *
- * <p>Not thread-safe: guarded by its key's shard lock.
+ * <p>Threads: guarded by its key's shard lock; readers may run at once under the read lock (the lazily filled rank
+ * prefix is the one thing they write, published through a volatile count).
  */
 final class ScoreSet {
     static final int MAX_BLOCK = 128;
@@ -70,9 +71,14 @@ final class ScoreSet {
     private final Object2LongHashMap<Key> index = new Object2LongHashMap<>(8, 0.65f, MISSING, false);
     private Block[] blocks = new Block[1];
     private int nblocks;
-    /** prefix[i]: members in blocks before block i; valid for i below {@link #valid}. */
+    /** prefix[i]: members in blocks before block i; valid for i below {@code valid}. */
     private int[] prefix = new int[1];
-    private int valid;
+    /**
+     * How many prefix entries are valid. Writers (under the shard's write lock) lower it; readers (many at once under
+     * the read lock) fill the prefix in {@link #ensurePrefix} under this object's monitor and publish it by this
+     * volatile write, so a reader that sees it complete also sees the array.
+     */
+    private volatile int valid;
 
     static int compare(double s1, Key m1, double s2, Key m2) {
         if (s1 < s2) {
@@ -229,18 +235,22 @@ final class ScoreSet {
         if (valid >= nblocks) {
             return;
         }
-        if (prefix.length < blocks.length) {
-            prefix = Arrays.copyOf(prefix, blocks.length);
+        synchronized (this) {
+            int i = valid;
+            if (i >= nblocks) {
+                return;
+            }
+            int[] p = prefix.length < blocks.length ? Arrays.copyOf(prefix, blocks.length) : prefix;
+            if (i == 0) {
+                p[0] = 0;
+                i = 1;
+            }
+            for (; i < nblocks; i++) {
+                p[i] = p[i - 1] + blocks[i - 1].n;
+            }
+            prefix = p;
+            valid = nblocks;
         }
-        int i = valid;
-        if (i == 0) {
-            prefix[0] = 0;
-            i = 1;
-        }
-        for (; i < nblocks; i++) {
-            prefix[i] = prefix[i - 1] + blocks[i - 1].n;
-        }
-        valid = nblocks;
     }
 
     private void invalidate(int fromBlock) {

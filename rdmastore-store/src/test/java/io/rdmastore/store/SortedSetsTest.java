@@ -186,6 +186,51 @@ class SortedSetsTest {
         }
     }
 
+    /** Readers share the shard's read lock and fill the lazy rank prefix at once: each must see correct ranks. */
+    @Test
+    void concurrentReadersAfterWritesAgreeOnRanks() throws Exception {
+        try (Store store = TestSupport.open(dir)) {
+            SortedSets z = store.sortedSets();
+            int n = 20_000;
+            double[] sc = new double[n];
+            List<byte[]> ms = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                sc[i] = i;
+                ms.add(b("m" + i));
+            }
+            z.add(b("z"), sc, ms, 0);
+            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+            try {
+                for (int round = 0; round < 20; round++) {
+                    // a write near the front invalidates almost the whole prefix
+                    z.remove(b("z"), bs("m" + round));
+                    int removed = round + 1;
+                    List<java.util.concurrent.Future<Integer>> fs = new ArrayList<>();
+                    for (int t = 0; t < 4; t++) {
+                        int seed = t;
+                        fs.add(pool.submit(() -> {
+                            Random r = new Random(seed);
+                            int bad = 0;
+                            for (int i = 0; i < 2000; i++) {
+                                int m = removed + r.nextInt(n - removed);
+                                Long rank = z.rank(b("z"), b("m" + m), false);
+                                if (rank == null || rank != m - removed) {
+                                    bad++;
+                                }
+                            }
+                            return bad;
+                        }));
+                    }
+                    for (java.util.concurrent.Future<Integer> f : fs) {
+                        assertEquals(0, f.get(), "round " + round);
+                    }
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+
     /** Random commands against a model; the store must agree after each run, after recovery and a snapshot. */
     @Test
     void modelBasedWithRecoveryAndSnapshot() {
