@@ -116,7 +116,7 @@ class RespZSetJedisTest {
             assertEquals(3, j.zunionstore("u", new ZParams().weights(2, 1), "x", "y"));
             assertEquals("a=2.0 b=14.0 c=20.0", flat(j.zrangeWithScores("u", 0, -1)));
             assertEquals(1, j.zinterstore("i", "x", "y"));
-            assertEquals(1, j.zdiffStore("d", "x", "y"));
+            assertEquals(1, j.zdiffstore("d", "x", "y"));
             assertEquals(2, j.zrandmember("u", 2).size());
             assertEquals(5, j.zrandmemberWithScores("u", -5).size());
 
