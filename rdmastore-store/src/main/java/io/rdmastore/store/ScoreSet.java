@@ -116,8 +116,8 @@ final class ScoreSet {
             if (Double.doubleToRawLongBits(os) == Double.doubleToRawLongBits(s)) {
                 return false;
             }
-            unlink(os, m);
-            link(s, m);
+            // the map keeps the member object it already holds: move that one, so no second copy stays behind
+            link(s, unlink(os, m));
             return false;
         }
         link(s, m);
@@ -330,11 +330,13 @@ final class ScoreSet {
         invalidate(bi);
     }
 
-    private void unlink(double s, Key m) {
+    /** Removes (s, m) from the blocks; returns the member object the blocks held. */
+    private Key unlink(double s, Key m) {
         long loc = lowerBound((ss, mm) -> compare(ss, mm, s, m) < 0);
         int bi = (int) (loc >>> 32);
         int pos = (int) loc;
         Block b = blocks[bi];
+        Key held = b.members[pos];
         b.removeAt(pos);
         invalidate(bi);
         if (b.n == 0) {
@@ -349,6 +351,7 @@ final class ScoreSet {
             b.scores = Arrays.copyOf(b.scores, b.scores.length / 2);
             b.members = Arrays.copyOf(b.members, b.members.length / 2);
         }
+        return held;
     }
 
     private void insertBlock(int at, Block b) {

@@ -143,6 +143,17 @@ class SortedSetsTest {
         }
     }
 
+    /** A score update moves the member object the set already holds, so no second copy of the member stays. */
+    @Test
+    void aScoreUpdateKeepsOneMemberObject() {
+        ScoreSet z = new ScoreSet();
+        Key first = Key.wrap(b("m"));
+        assertTrue(z.put(first, 1));
+        assertEquals(false, z.put(Key.wrap(b("m")), 2));
+        assertTrue(first == z.memberAt(0), "the blocks hold the map's member object");
+        assertEquals(2.0, z.score(Key.wrap(b("m"))));
+    }
+
     /** The block layout against a TreeMap: ranks, members at ranks and ranges through many splits and merges. */
     @Test
     void scoreSetAgreesWithASortedModel() {
