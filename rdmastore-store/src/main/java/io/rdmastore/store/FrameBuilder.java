@@ -90,6 +90,10 @@ final class FrameBuilder {
         return this;
     }
 
+    FrameBuilder putDouble(double v) {
+        return putLong(Double.doubleToRawLongBits(v));
+    }
+
     FrameBuilder putBytes(byte[] b) {
         return putBytes(b, 0, b.length);
     }

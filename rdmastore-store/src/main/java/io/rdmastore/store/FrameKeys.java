@@ -56,6 +56,18 @@ final class FrameKeys {
                         skipBytes(p);
                     }
                 }
+                case LogDescriptor.OP_ZSET_ADD, LogDescriptor.OP_ZSET_REM, LogDescriptor.OP_ZSET_REPLACE -> {
+                    out = add(out, n++, key(p));
+                    if (op == LogDescriptor.OP_ZSET_REPLACE) {
+                        p.position(p.position() + 8);
+                    }
+                    int count = p.getInt();
+                    int score = op == LogDescriptor.OP_ZSET_REM ? 0 : 8;
+                    for (int i = 0; i < count; i++) {
+                        p.position(p.position() + score);
+                        skipBytes(p);
+                    }
+                }
                 case LogDescriptor.OP_DELETE -> out = add(out, n++, key(p));
                 case LogDescriptor.OP_EXPIRE -> {
                     out = add(out, n++, key(p));

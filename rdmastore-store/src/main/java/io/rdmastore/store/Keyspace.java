@@ -26,6 +26,8 @@ final class Keyspace {
     static final byte SET = 3;
     /** A list of byte strings ({@link Lists}); log ops 23-27. */
     static final byte LIST = 4;
+    /** A sorted set ({@link SortedSets}); log ops 28-30. */
+    static final byte ZSET = 5;
 
     /** One key's value. Guarded by its shard's lock. */
     static final class Entry {
@@ -45,6 +47,8 @@ final class Keyspace {
         MemberSet set;
         /** LIST: its elements. */
         ValueList list;
+        /** ZSET: its members and scores. */
+        ScoreSet zset;
 
         boolean expired(long now) {
             return expireAt >= 0 && expireAt <= now;
@@ -116,6 +120,8 @@ final class Keyspace {
             e.set = new MemberSet();
         } else if (type == LIST) {
             e.list = new ValueList();
+        } else if (type == ZSET) {
+            e.zset = new ScoreSet();
         }
         s.map.put(k, e);
         keys.incrementAndGet();
@@ -301,6 +307,7 @@ final class Keyspace {
             case STRING -> ValueType.STRING;
             case HASH -> ValueType.HASH;
             case LIST -> ValueType.LIST;
+            case ZSET -> ValueType.ZSET;
             default -> ValueType.SET;
         };
     }
@@ -347,6 +354,8 @@ final class Keyspace {
                 Sets.encodeChunked(f, k, e, chunkBytes, flush);
             } else if (e.type == LIST) {
                 Lists.encodeChunked(f, k, e, chunkBytes, flush);
+            } else if (e.type == ZSET) {
+                SortedSets.encodeChunked(f, k, e, chunkBytes, flush);
             } else {
                 // Very large hashes go as a replace plus puts so no single op nears the frame limit.
                 Iterator<Map.Entry<Key, byte[]>> it = e.hash.entrySet().iterator();

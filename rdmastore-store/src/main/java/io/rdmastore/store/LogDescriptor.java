@@ -81,8 +81,17 @@ final class LogDescriptor {
     static final byte OP_LIST_SET = 26;
     /** key:bytes from:int64 to:int64. Keeps elements from..to (valid, inclusive). */
     static final byte OP_LIST_TRIM = 27;
-    /** The highest op code; 16-19 are kept for replication. */
-    static final byte OP_MAX = 27;
+    /**
+     * key:bytes count:int32 (score:float64 member:bytes)*. Sets members' scores (adding them); creates the sorted set
+     * without TTL if absent.
+     */
+    static final byte OP_ZSET_ADD = 28;
+    /** key:bytes count:int32 member:bytes*. Removes members; removes the key when the sorted set becomes empty. */
+    static final byte OP_ZSET_REM = 29;
+    /** key:bytes expireAt:int64 count:int32 (score:float64 member:bytes)*. Replaces whatever the key held. */
+    static final byte OP_ZSET_REPLACE = 30;
+    /** The highest op code; 16-19 are kept for replication, 31 for sorted sets. */
+    static final byte OP_MAX = 30;
 
     private LogDescriptor() {
     }

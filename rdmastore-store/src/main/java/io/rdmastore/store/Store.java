@@ -48,7 +48,8 @@ import io.rdmastore.store.doc.DocumentFilter;
 import io.rdmastore.store.doc.DocumentUpdate;
 
 /**
- * The storage engine: a keyspace of strings, hashes, sets ({@link #sets()}) and lists ({@link #lists()}) with TTLs, collections of BSON documents, an append-only
+ * The storage engine: a keyspace of strings, hashes, sets ({@link #sets()}), lists ({@link #lists()}) and sorted sets
+ * ({@link #sortedSets()}) with TTLs, collections of BSON documents, an append-only
  * CRC32C-framed log and snapshots.
  *
  * <p>Threads: thread-safe. Any number of threads may call any method at once. Keys are spread over
@@ -87,6 +88,7 @@ public final class Store implements AutoCloseable {
     private final Keyspace keyspace = new Keyspace();
     private final Sets sets = new Sets(this);
     private final Lists lists = new Lists(this);
+    private final SortedSets sortedSets = new SortedSets(this);
     private final Documents documents = new Documents();
     private final AtomicLong bytesSinceSnapshot = new AtomicLong();
     private final AtomicLong changesSinceSave = new AtomicLong();
@@ -628,6 +630,8 @@ public final class Store implements AutoCloseable {
                     Sets.apply(keyspace, op, p);
                 case LogDescriptor.OP_LIST_PUSH, LogDescriptor.OP_LIST_POP, LogDescriptor.OP_LIST_REPLACE,
                      LogDescriptor.OP_LIST_SET, LogDescriptor.OP_LIST_TRIM -> Lists.apply(keyspace, op, p);
+                case LogDescriptor.OP_ZSET_ADD, LogDescriptor.OP_ZSET_REM, LogDescriptor.OP_ZSET_REPLACE ->
+                    SortedSets.apply(keyspace, op, p);
                 case LogDescriptor.OP_SNAPSHOT_END -> p.getLong();
                 case LogDescriptor.OP_POSITION -> {
                     replayTerm = p.getLong();
@@ -935,6 +939,8 @@ public final class Store implements AutoCloseable {
             Sets.encode(f, k, e);
         } else if (e.type == Keyspace.LIST) {
             Lists.encode(f, k, e);
+        } else if (e.type == Keyspace.ZSET) {
+            SortedSets.encode(f, k, e);
         } else {
             f.op(LogDescriptor.OP_HASH_REPLACE).putBytes(k.bytes).putLong(e.expireAt).putInt(e.hash.size());
             for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
@@ -1779,6 +1785,11 @@ public final class Store implements AutoCloseable {
     /** The list commands (LPUSH, LRANGE, ...) on this store's keyspace. */
     public Lists lists() {
         return lists;
+    }
+
+    /** The sorted set commands (ZADD, ZRANGE, ...) on this store's keyspace. */
+    public SortedSets sortedSets() {
+        return sortedSets;
     }
 
     /** The body of a read or write of several keys: their live entries in argument order (null when missing). */

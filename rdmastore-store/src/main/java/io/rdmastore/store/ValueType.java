@@ -14,7 +14,9 @@ public enum ValueType {
     /** A set of distinct byte strings. */
     SET("set"),
     /** A sequence of byte strings. */
-    LIST("list");
+    LIST("list"),
+    /** A set of distinct byte strings ordered by a score (a double). */
+    ZSET("zset");
 
     private final String redisName;
 
@@ -22,7 +24,7 @@ public enum ValueType {
         this.redisName = redisName;
     }
 
-    /** The name Redis's TYPE command answers with: {@code none}, {@code string}, {@code hash}, {@code set}, {@code list}. */
+    /** The name Redis's TYPE command answers with: {@code none}, {@code string}, {@code hash}, {@code set}, {@code list}, {@code zset}. */
     public String redisName() {
         return redisName;
     }

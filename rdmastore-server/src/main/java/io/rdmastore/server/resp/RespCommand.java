@@ -138,6 +138,38 @@ enum RespCommand {
     SDIFFSTORE(-3, "write denyoom", 1, -1, 1, "set", "Stores the difference of multiple sets in a key."),
     SINTERCARD(-3, "readonly", 0, 0, 0, "set", "Returns the number of members of the intersect of multiple sets."),
     SSCAN(-3, "readonly", 1, 1, 1, "set", "Iterates over members of a set."),
+    ZADD(-4, "write denyoom fast", 1, 1, 1, "sorted-set", "Adds members to a sorted set, or updates their scores."),
+    ZINCRBY(4, "write denyoom fast", 1, 1, 1, "sorted-set", "Increments the score of a member in a sorted set."),
+    ZREM(-3, "write fast", 1, 1, 1, "sorted-set", "Removes one or more members from a sorted set."),
+    ZCARD(2, "readonly fast", 1, 1, 1, "sorted-set", "Returns the number of members in a sorted set."),
+    ZSCORE(3, "readonly fast", 1, 1, 1, "sorted-set", "Returns the score of a member in a sorted set."),
+    ZMSCORE(-3, "readonly fast", 1, 1, 1, "sorted-set", "Returns the score of one or more members in a sorted set."),
+    ZRANK(3, "readonly fast", 1, 1, 1, "sorted-set", "Returns the index of a member in a sorted set by ascending scores."),
+    ZREVRANK(3, "readonly fast", 1, 1, 1, "sorted-set", "Returns the index of a member by descending scores."),
+    ZCOUNT(4, "readonly fast", 1, 1, 1, "sorted-set", "Returns the count of members with scores within a range."),
+    ZLEXCOUNT(4, "readonly fast", 1, 1, 1, "sorted-set", "Returns the number of members within a lexicographical range."),
+    ZRANGE(-4, "readonly", 1, 1, 1, "sorted-set", "Returns members in a sorted set within a range of indexes."),
+    ZRANGESTORE(-5, "write denyoom", 1, 2, 1, "sorted-set", "Stores a range of members from a sorted set in a key."),
+    ZREVRANGE(-4, "readonly", 1, 1, 1, "sorted-set", "Returns members within a range of indexes in reverse order."),
+    ZRANGEBYSCORE(-4, "readonly", 1, 1, 1, "sorted-set", "Returns members in a sorted set within a range of scores."),
+    ZREVRANGEBYSCORE(-4, "readonly", 1, 1, 1, "sorted-set", "Returns members within a range of scores in reverse order."),
+    ZRANGEBYLEX(-4, "readonly", 1, 1, 1, "sorted-set", "Returns members within a lexicographical range."),
+    ZREVRANGEBYLEX(-4, "readonly", 1, 1, 1, "sorted-set", "Returns members within a lexicographical range, reversed."),
+    ZREMRANGEBYRANK(4, "write", 1, 1, 1, "sorted-set", "Removes members in a sorted set within a range of indexes."),
+    ZREMRANGEBYSCORE(4, "write", 1, 1, 1, "sorted-set", "Removes members in a sorted set within a range of scores."),
+    ZREMRANGEBYLEX(4, "write", 1, 1, 1, "sorted-set", "Removes members in a sorted set within a lexicographical range."),
+    ZPOPMIN(-2, "write fast", 1, 1, 1, "sorted-set", "Returns the lowest-scoring members after removing them."),
+    ZPOPMAX(-2, "write fast", 1, 1, 1, "sorted-set", "Returns the highest-scoring members after removing them."),
+    ZMPOP(-4, "write", 0, 0, 0, "sorted-set", "Returns the lowest- or highest-scoring members of the first non-empty set."),
+    ZRANDMEMBER(-2, "readonly", 1, 1, 1, "sorted-set", "Returns one or more random members from a sorted set."),
+    ZSCAN(-3, "readonly", 1, 1, 1, "sorted-set", "Iterates over members and scores of a sorted set."),
+    ZUNIONSTORE(-4, "write denyoom", 1, 1, 1, "sorted-set", "Stores the union of multiple sorted sets in a key."),
+    ZINTERSTORE(-4, "write denyoom", 1, 1, 1, "sorted-set", "Stores the intersect of multiple sorted sets in a key."),
+    ZDIFFSTORE(-4, "write denyoom", 1, 1, 1, "sorted-set", "Stores the difference of multiple sorted sets in a key."),
+    ZUNION(-3, "readonly", 0, 0, 0, "sorted-set", "Returns the union of multiple sorted sets."),
+    ZINTER(-3, "readonly", 0, 0, 0, "sorted-set", "Returns the intersect of multiple sorted sets."),
+    ZDIFF(-3, "readonly", 0, 0, 0, "sorted-set", "Returns the difference between multiple sorted sets."),
+    ZINTERCARD(-3, "readonly", 0, 0, 0, "sorted-set", "Returns the number of members of the intersect of sorted sets."),
     LPUSH(-3, "write denyoom fast", 1, 1, 1, "list", "Prepends one or more elements to a list."),
     RPUSH(-3, "write denyoom fast", 1, 1, 1, "list", "Appends one or more elements to a list."),
     LPUSHX(-3, "write denyoom fast", 1, 1, 1, "list", "Prepends elements to a list only when the list exists."),
@@ -156,7 +188,7 @@ enum RespCommand {
     RPOPLPUSH(3, "write denyoom", 1, 2, 1, "list", "Returns the last element of a list after moving it to another.");
 
     private static final RespCommand[] VALUES = values();
-    private static final int TABLE_BITS = 8;
+    private static final int TABLE_BITS = 9;
     private static final RespCommand[] TABLE = new RespCommand[1 << TABLE_BITS];
 
     static {

@@ -1049,6 +1049,7 @@ final class RespCommands {
                     case "hash" -> type = ValueType.HASH;
                     case "set" -> type = ValueType.SET;
                     case "list" -> type = ValueType.LIST;
+                    case "zset" -> type = ValueType.ZSET;
                     default -> impossibleType = true;
                 }
             } else {

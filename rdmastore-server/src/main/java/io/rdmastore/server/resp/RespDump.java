@@ -18,6 +18,8 @@ final class RespDump {
     static final int TYPE_LIST = 1;
     static final int TYPE_SET = 2;
     static final int TYPE_HASH = 4;
+    /** RDB_TYPE_ZSET_2: a count, then member and score (8-byte little-endian double) pairs. */
+    static final int TYPE_ZSET_2 = 5;
     /** RDB version of Redis 7.0; a payload of a newer version is refused, as Redis does. */
     private static final int RDB_VERSION = 10;
     private static final long[] CRC_TABLE = new long[256];
@@ -64,6 +66,30 @@ final class RespDump {
             writeString(out, b);
         }
         return seal(out);
+    }
+
+    /** A sorted set as RDB type 5; {@code membersAndScores}: member, score, member, score, ... */
+    static byte[] dumpZset(List<byte[]> members, double[] scores) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.write(TYPE_ZSET_2);
+        writeLength(out, members.size());
+        for (int i = 0; i < members.size(); i++) {
+            writeString(out, members.get(i));
+            long bits = Double.doubleToRawLongBits(scores[i]);
+            for (int b = 0; b < 8; b++) {
+                out.write((int) (bits >>> (8 * b)) & 0xff);
+            }
+        }
+        return seal(out);
+    }
+
+    /** A score read by {@link #parse} from a sorted set payload (its 8 bytes, little-endian). */
+    static double score(byte[] eight) {
+        long bits = 0;
+        for (int b = 7; b >= 0; b--) {
+            bits = bits << 8 | (eight[b] & 0xff);
+        }
+        return Double.longBitsToDouble(bits);
     }
 
     /** {@code fieldsAndValues}: field, value, field, value, ... */
@@ -144,6 +170,24 @@ final class RespDump {
                     items.add(readString(p, pos, end));
                 }
                 v = new Value(p[0], null, items);
+            } else if (p[0] == TYPE_ZSET_2) {
+                long n = readLength(p, pos, end);
+                if (n <= 0 || n > end) {
+                    return null;
+                }
+                List<byte[]> items = new ArrayList<>();
+                for (long i = 0; i < n; i++) {
+                    items.add(readString(p, pos, end));
+                    byte[] s = new byte[8];
+                    for (int b = 0; b < 8; b++) {
+                        s[b] = p[check(pos[0]++, end)];
+                    }
+                    if (Double.isNaN(score(s))) {
+                        return null;
+                    }
+                    items.add(s);
+                }
+                v = new Value(TYPE_ZSET_2, null, items);
             } else {
                 return null;
             }

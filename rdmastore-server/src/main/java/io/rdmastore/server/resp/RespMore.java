@@ -1,6 +1,7 @@
 package io.rdmastore.server.resp;
 
 import io.rdmastore.store.NoSuchKeyException;
+import io.rdmastore.store.SortedSets;
 import io.rdmastore.store.Store;
 import io.rdmastore.store.ValueType;
 
@@ -26,11 +27,13 @@ final class RespMore {
     private final RespFace face;
     private final Store store;
     private final RespSets sets;
+    private final RespZSets zsets;
 
     RespMore(RespFace face) {
         this.face = face;
         this.store = face.store;
         this.sets = new RespSets(face);
+        this.zsets = new RespZSets(face);
     }
 
     void execute(RespConnection c, RespWriter w, RespCommand cmd, byte[][] argv, int argc) {
@@ -71,7 +74,13 @@ final class RespMore {
             }
             case DUMP -> dump(w, argv[1]);
             case RESTORE -> restore(c, w, argv, argc);
-            default -> sets.execute(c, w, cmd, argv, argc);
+            default -> {
+                if (cmd.group.equals("sorted-set")) {
+                    zsets.execute(c, w, cmd, argv, argc);
+                } else {
+                    sets.execute(c, w, cmd, argv, argc);
+                }
+            }
         }
     }
 
@@ -174,6 +183,20 @@ final class RespMore {
         if (type == ValueType.LIST) {
             return "quicklist";
         }
+        if (type == ValueType.ZSET) {
+            long maxEntries = Long.parseLong(face.settings.get("zset-max-listpack-entries"));
+            long maxValue = Long.parseLong(face.settings.get("zset-max-listpack-value"));
+            List<SortedSets.Scored> all = store.sortedSets().all(key);
+            if (all.size() > maxEntries) {
+                return "skiplist";
+            }
+            for (SortedSets.Scored s : all) {
+                if (s.member().length > maxValue) {
+                    return "skiplist";
+                }
+            }
+            return "listpack";
+        }
         if (type == ValueType.SET) {
             List<byte[]> members = store.sets().members(key);
             if (members.size() > Long.parseLong(face.settings.get("set-max-intset-entries"))) {
@@ -264,6 +287,13 @@ final class RespMore {
             return entry + store.strlen(key) + 16;
         }
         long n = entry + 64;
+        if (type == ValueType.ZSET) {
+            // a member's bytes and array header, its Key object, its slots in the hash index and the score blocks
+            for (SortedSets.Scored s : store.sortedSets().all(key)) {
+                n += s.member().length + 16 + 24 + 19 + 16;
+            }
+            return n;
+        }
         for (byte[] b : type == ValueType.SET ? store.sets().members(key)
             : type == ValueType.LIST ? store.lists().range(key, 0, -1) : store.hgetAll(key)) {
             n += b.length + 40;
@@ -745,6 +775,15 @@ final class RespMore {
         } else if (type == ValueType.LIST) {
             List<byte[]> all = store.lists().range(key, 0, -1);
             w.bulk(all.isEmpty() ? null : RespDump.dumpItems(RespDump.TYPE_LIST, all));
+        } else if (type == ValueType.ZSET) {
+            List<SortedSets.Scored> all = store.sortedSets().all(key);
+            List<byte[]> members = new ArrayList<>(all.size());
+            double[] scores = new double[all.size()];
+            for (int i = 0; i < scores.length; i++) {
+                members.add(all.get(i).member());
+                scores[i] = all.get(i).score();
+            }
+            w.bulk(all.isEmpty() ? null : RespDump.dumpZset(members, scores));
         } else {
             w.nullBulk();
         }
@@ -832,6 +871,15 @@ final class RespMore {
                 store.sets().add(key, v.hash());
             } else if (v.type() == RespDump.TYPE_LIST) {
                 store.lists().push(key, v.hash(), false, false);
+            } else if (v.type() == RespDump.TYPE_ZSET_2) {
+                List<byte[]> items = v.hash();
+                double[] scores = new double[items.size() / 2];
+                List<byte[]> members = new ArrayList<>(scores.length);
+                for (int i = 0; i < scores.length; i++) {
+                    members.add(items.get(2 * i));
+                    scores[i] = RespDump.score(items.get(2 * i + 1));
+                }
+                store.sortedSets().add(key, scores, members, 0);
             } else {
                 store.hset(key, v.hash());
             }
