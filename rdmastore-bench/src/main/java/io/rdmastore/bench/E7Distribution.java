@@ -29,6 +29,8 @@ import java.util.Map;
 public final class E7Distribution implements Experiment {
     private static final long MIB = 1L << 20;
     private static final String SHM = "/dev/shm";
+    /** Cores of this host: the "CPU floor" is the CPU time of all processes over them, the least wall time possible. */
+    private static final int CORES = Runtime.getRuntime().availableProcessors();
 
     @Override
     public String id() {
@@ -65,6 +67,7 @@ public final class E7Distribution implements Experiment {
             new Config("tcp", "single", null));
         Map<String, List<Double>> samples = new LinkedHashMap<>();
         Map<String, List<long[]>> splits = new LinkedHashMap<>();
+        Map<String, List<Double>> cpu = new LinkedHashMap<>();
         Progress progress = new Progress("E7", sizes.length * (configs.size() + 1));
         try (Arena arena = Arena.ofShared()) {
             MemorySegment a = arena.allocate(max, 4096);
@@ -96,7 +99,8 @@ public final class E7Distribution implements Experiment {
                             continue;
                         }
                         BlobClient blobs = client.blobs().distribution(cfg.strategy()).waitForAllMembers(true);
-                        measure(blobs, src, sizes, repeats, cfg, samples, splits, deadline, progress);
+                        measure(blobs, src, sizes, repeats, cfg, samples, splits, cpu, set::cpuSeconds, deadline,
+                            progress);
                     }
                 }
                 try (ServerProcess single = ServerProcess.startIn(parent, "--transport", serverTransport, "--fsync",
@@ -107,17 +111,18 @@ public final class E7Distribution implements Experiment {
                             + client.transport() + ": " + client.transportReason());
                     }
                     measure(client.blobs(), src, sizes, repeats, new Config(transport, "single", null), samples,
-                        splits, deadline, progress);
+                        splits, cpu, single::cpuSeconds, deadline, progress);
                 }
             }
         }
         progress.done();
-        report(sizes, configs, samples, splits, parent != null, report);
+        report(sizes, configs, samples, splits, cpu, parent != null, report);
     }
 
     private static void measure(BlobClient blobs, MemorySegment src, long[] sizes, int repeats, Config cfg,
-                                Map<String, List<Double>> samples, Map<String, List<long[]>> splits, long deadline,
-                                Progress progress) {
+                                Map<String, List<Double>> samples, Map<String, List<long[]>> splits,
+                                Map<String, List<Double>> cpu, java.util.function.DoubleSupplier serverCpu,
+                                long deadline, Progress progress) {
         try (BlobBuffer buf = blobs.wrap(src)) {
             for (long size : sizes) {
                 byte[] key = ("e7-" + cfg.variant() + "-" + size).getBytes(StandardCharsets.UTF_8);
@@ -128,9 +133,11 @@ public final class E7Distribution implements Experiment {
                     if (System.nanoTime() - deadline > 0) {
                         throw new IllegalStateException("E7 ran past its time limit");
                     }
+                    double cpu0 = serverCpu.getAsDouble() + Cpu.selfSeconds();
                     long t0 = System.nanoTime();
                     BlobInfo info = blobs.put(key, buf, size);
                     long t = System.nanoTime() - t0;
+                    double cpuUsed = serverCpu.getAsDouble() + Cpu.selfSeconds() - cpu0;
                     if (info.length() != size) {
                         throw new IllegalStateException("put stored " + info.length() + " bytes, not " + size);
                     }
@@ -141,6 +148,7 @@ public final class E7Distribution implements Experiment {
                     }
                     String k = cfg.system() + "/" + cfg.variant() + "/" + size;
                     sample(samples, k, t);
+                    cpu.computeIfAbsent(k, x -> new ArrayList<>()).add(cpuUsed);
                     // the slowest member's transfer, checksum and fsync (the primary's when only it reports)
                     long[] split = new long[3];
                     splits.computeIfAbsent(k, x -> new ArrayList<>()).add(split);
@@ -198,18 +206,19 @@ public final class E7Distribution implements Experiment {
     }
 
     private static void report(long[] sizes, List<Config> configs, Map<String, List<Double>> samples,
-                               Map<String, List<long[]>> splits, boolean tmpfs, Report report) throws IOException {
+                               Map<String, List<long[]>> splits, Map<String, List<Double>> cpu, boolean tmpfs,
+                               Report report) throws IOException {
         List<Row> ms = new ArrayList<>();
         List<Row> mbps = new ArrayList<>();
         List<String> header = List.of("system", "variant", "size", "ms (median)", "spread ms", "MB/s",
-            "vs tcp pipeline", "vs single", "transfer ms", "crc ms", "fsync ms");
+            "vs tcp pipeline", "vs single", "transfer ms", "crc ms", "fsync ms", "CPU s", "CPU floor ms");
         List<List<String>> body = new ArrayList<>();
         List<String> tHeader = List.of("size", "target", "measured", "met");
         List<List<String>> tBody = new ArrayList<>();
         for (long size : sizes) {
             double memcpy = median(samples.get("limit/memcpy/" + size));
             body.add(List.of("limit", "memcpy", Sizes.human(size), fmt(memcpy * 1e3), "",
-                fmt(size / memcpy / 1e6), "", "", "", "", ""));
+                fmt(size / memcpy / 1e6), "", "", "", "", "", "", ""));
             mbps.add(new Row("E7", "limit", "memcpy", size, 1, "mb_per_s", size / memcpy / 1e6));
             double tcpPipe = median(samples.get("rdmastore-tcp/pipeline/" + size));
             for (Config cfg : configs) {
@@ -227,7 +236,9 @@ public final class E7Distribution implements Experiment {
                     fmt(spread(s) * 1e3), fmt(size / sec / 1e6),
                     cfg.variant().equals("single") ? "" : String.format(Locale.ROOT, "%.2fx", sec / tcpPipe),
                     String.format(Locale.ROOT, "%.0f %%", 100 * single / sec),
-                    fmt(split[0] / 1e6), fmt(split[1] / 1e6), fmt(split[2] / 1e6)));
+                    fmt(split[0] / 1e6), fmt(split[1] / 1e6), fmt(split[2] / 1e6), fmt(median(cpu.get(k))),
+                    fmt(median(cpu.get(k)) / CORES * 1e3)));
+                mbps.add(new Row("E7", cfg.system(), cfg.variant(), size, 1, "cpu_s", median(cpu.get(k))));
             }
             double ucxPar = median(samples.get("rdmastore-ucx/parallel-pull/" + size));
             double ucxSingle = median(samples.get("rdmastore-ucx/single/" + size));
@@ -248,7 +259,9 @@ public final class E7Distribution implements Experiment {
             + "host (--fsync everysec, --ucx-idle backoff, --election-timeout 1000), data directories on %s. Over ucx on one host a member's "
             + "one-sided read is one process_vm_readv of the lender's memory. transfer / crc / fsync: the slowest "
             + "member's time pulling the bytes, computing their CRC32C and making them durable (a secondary's fsync "
-            + "of a staged copy; the primary's commit). single: the same put to one server alone.",
+            + "of a staged copy; the primary's commit). single: the same put to one server alone. CPU s: the CPU time "
+            + "of the client and every member process during the put; CPU floor: that over this host's cores, the "
+            + "shortest the put could take here if it kept every core busy.",
             tmpfs ? "tmpfs (/dev/shm): fsync costs next to nothing, the disk is memory" : "the temp directory's disk");
         System.out.println();
         System.out.println("E7: blob to 3 members");
