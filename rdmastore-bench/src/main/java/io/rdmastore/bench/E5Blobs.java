@@ -55,14 +55,7 @@ public final class E5Blobs implements Experiment {
             MemorySegment a = arena.allocate(max, 4096);
             MemorySegment b = arena.allocate(max, 4096);
             fill(a, max);
-            for (long size : sizes) {
-                for (int r = 0; r < repeats; r++) {
-                    long t0 = System.nanoTime();
-                    MemorySegment.copy(a, 0, b, 0, size);
-                    sample(samples, "limit/memcpy/" + size, System.nanoTime() - t0);
-                }
-                progress.step("memcpy " + Sizes.human(size));
-            }
+            memcpy(a, b, sizes, repeats, samples, progress);
             // backoff: during a Get the server does no work (the client reads its memory with process_vm_readv), and a
             // spinning server would take one of two cores from the client's copy and its CRC32C checker
             try (ServerProcess server = ServerProcess.start("--transport", "auto", "--ucx-idle", "backoff", "--fsync",
@@ -133,18 +126,31 @@ public final class E5Blobs implements Experiment {
         report(sizes, samples, report);
     }
 
+    /** memcpy of each size from {@code a} to {@code b}, {@code repeats} times: the limit rows of E5 and E7. */
+    static void memcpy(MemorySegment a, MemorySegment b, long[] sizes, int repeats, Map<String, List<Double>> samples,
+                       Progress progress) {
+        for (long size : sizes) {
+            for (int r = 0; r < repeats; r++) {
+                long t0 = System.nanoTime();
+                MemorySegment.copy(a, 0, b, 0, size);
+                sample(samples, "limit/memcpy/" + size, System.nanoTime() - t0);
+            }
+            progress.step("memcpy " + Sizes.human(size));
+        }
+    }
+
     private static void check(long deadline) {
         if (System.nanoTime() - deadline > 0) {
             throw new IllegalStateException("E5 ran past its time limit");
         }
     }
 
-    private static void sample(Map<String, List<Double>> samples, String key, long nanos) {
+    static void sample(Map<String, List<Double>> samples, String key, long nanos) {
         samples.computeIfAbsent(key, k -> new ArrayList<>()).add(nanos / 1e9);
     }
 
     /** Generated, incompressible-looking data (xorshift), so no layer can shortcut zero pages. */
-    private static void fill(MemorySegment s, long n) {
+    static void fill(MemorySegment s, long n) {
         long x = 0x9E3779B97F4A7C15L;
         for (long off = 0; off + 8 <= n; off += 8) {
             x ^= x << 13;

@@ -7,7 +7,6 @@ import io.rdmastore.client.RdmaStoreClient;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -71,20 +70,12 @@ public final class E7Distribution implements Experiment {
         Progress progress = new Progress("E7", sizes.length * (configs.size() + 1));
         try (Arena arena = Arena.ofShared()) {
             MemorySegment a = arena.allocate(max, 4096);
-            fill(a, max);
-            MemorySegment b = arena.allocate(max, 4096);
-            for (long size : sizes) {
-                for (int r = 0; r < repeats; r++) {
-                    long t0 = System.nanoTime();
-                    MemorySegment.copy(a, 0, b, 0, size);
-                    sample(samples, "limit/memcpy/" + size, System.nanoTime() - t0);
-                }
-                progress.step("memcpy " + Sizes.human(size));
-            }
+            E5Blobs.fill(a, max);
+            E5Blobs.memcpy(a, arena.allocate(max, 4096), sizes, repeats, samples, progress);
         }
         try (Arena arena = Arena.ofShared()) {
             MemorySegment src = arena.allocate(max, 4096);
-            fill(src, max);
+            E5Blobs.fill(src, max);
             for (String transport : List.of("ucx", "tcp")) {
                 String serverTransport = transport.equals("tcp") ? "tcp" : "auto";
                 // a 1 s election timeout: four processes copying gigabytes on two cores starve a member's heartbeats
@@ -147,7 +138,7 @@ public final class E7Distribution implements Experiment {
                         }
                     }
                     String k = cfg.system() + "/" + cfg.variant() + "/" + size;
-                    sample(samples, k, t);
+                    E5Blobs.sample(samples, k, t);
                     cpu.computeIfAbsent(k, x -> new ArrayList<>()).add(cpuUsed);
                     // the slowest member's transfer, checksum and fsync (the primary's when only it reports)
                     long[] split = new long[3];
@@ -163,10 +154,6 @@ public final class E7Distribution implements Experiment {
                 progress.step(cfg.system() + " " + cfg.variant() + " " + Sizes.human(size));
             }
         }
-    }
-
-    private static void sample(Map<String, List<Double>> samples, String key, long nanos) {
-        samples.computeIfAbsent(key, k -> new ArrayList<>()).add(nanos / 1e9);
     }
 
     private static double median(List<Double> s) {
@@ -192,17 +179,6 @@ public final class E7Distribution implements Experiment {
         }
         double m = median(s);
         return splits.get(s.indexOf(m));
-    }
-
-    /** Incompressible-looking data (xorshift), so no layer can shortcut zero pages. */
-    private static void fill(MemorySegment s, long n) {
-        long x = 0x9E3779B97F4A7C15L;
-        for (long off = 0; off + 8 <= n; off += 8) {
-            x ^= x << 13;
-            x ^= x >>> 7;
-            x ^= x << 17;
-            s.set(ValueLayout.JAVA_LONG_UNALIGNED, off, x);
-        }
     }
 
     private static void report(long[] sizes, List<Config> configs, Map<String, List<Double>> samples,

@@ -748,9 +748,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
     }
 
-    /** Kinds of file REPL_READ reads. */
+    /** Kinds of file REPL_READ reads (blobs move one-sided: REPL_BLOB_LEND). */
     private static final int READ_TRANSFER = 0;
-    private static final int READ_BLOB = 1;
 
     private byte[] onRead(long id, WireReader r) {
         int kind = r.u8("kind");
@@ -758,9 +757,9 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         long offset = r.i64("offset");
         int max = r.i32("max");
         r.end();
-        Path file = kind == READ_BLOB ? store.blobs().fileOf(handle) : transferFiles.get(handle);
+        Path file = kind == READ_TRANSFER ? transferFiles.get(handle) : null;
         if (file == null) {
-            return error(id, kind == READ_BLOB ? "ERR no blob " + handle + " here (overwritten since)"
+            return error(id, kind != READ_TRANSFER ? "ERR REPL_READ reads snapshot transfers only (kind 0), not " + kind
                 : "ERR no transfer " + handle + " (it ended or this member restarted)");
         }
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
@@ -777,7 +776,7 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         }
     }
 
-    /** Copies {@code length} bytes of a file lent by {@code from} (a snapshot transfer or a blob) into {@code out}. */
+    /** Copies {@code length} bytes of a snapshot file lent by {@code from} into {@code out}. */
     private void copyFrom(String from, int kind, long handle, long length, Path out) throws IOException {
         PeerChannel p = peer(from);
         Files.deleteIfExists(out);

@@ -23,7 +23,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -42,15 +41,6 @@ class BlobDistributionFaultTest {
     private static final long SIZE = 192L << 20;
     private static final int ROUNDS = 3;
 
-    private static void await(String what, long millis, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                fail("timed out after " + millis + " ms waiting until " + what);
-            }
-            Thread.sleep(20);
-        }
-    }
 
     /** A field of a member's INFO, read over its own connection; null when it cannot be asked. */
     private static String info(ReplicaSetProcesses.Member m, String field) {
@@ -167,7 +157,7 @@ class BlobDistributionFaultTest {
                 }
                 // every member that runs: no memory lent any more, and nothing partial served
                 for (ReplicaSetProcesses.Member m : set.alive()) {
-                    await(m.id() + " gives back the memory registered for transfers", 30_000,
+                    ReplicaSetTest.await(m.id() + " gives back the memory registered for transfers", 30_000,
                         () -> "0".equals(info(m, "blob_registered_bytes")));
                 }
                 nothingWrongServed(set, written);
@@ -180,7 +170,7 @@ class BlobDistributionFaultTest {
                 for (Map.Entry<String, Boolean> e : acked.entrySet()) {
                     if (e.getValue()) {
                         for (ReplicaSetProcesses.Member m : set.members()) {
-                            await(m.id() + " holds the acknowledged " + e.getKey(), 60_000,
+                            ReplicaSetTest.await(m.id() + " holds the acknowledged " + e.getKey(), 60_000,
                                 () -> written.get(e.getKey()).equals(crcOn(m, e.getKey())));
                         }
                     }

@@ -21,7 +21,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -63,19 +62,10 @@ class BlobDistributionTest {
         }
     }
 
-    private static void await(String what, long millis, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                fail("timed out after " + millis + " ms waiting until " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
 
     private int primary() throws InterruptedException {
         int[] found = {-1};
-        await("one member is primary and two follow", 20_000, () -> {
+        ReplicaSetTest.await("one member is primary and two follow", 20_000, () -> {
             int secondaries = 0;
             for (int i = 0; i < servers.length; i++) {
                 ReplicaSet.Role role = servers[i].replicaSet().role();
@@ -163,7 +153,7 @@ class BlobDistributionTest {
         }
         for (int i = 0; i < 3; i++) {
             int m = i;
-            await("member n" + (i + 1) + " has no memory registered for transfers", 10_000,
+            ReplicaSetTest.await("member n" + (i + 1) + " has no memory registered for transfers", 10_000,
                 () -> servers[m].blobRegisteredBytes() == 0 && servers[m].blobLeases() == 0
                     && servers[m].blobStagesHeld() == 0);
         }
@@ -201,7 +191,7 @@ class BlobDistributionTest {
             .blobConfig(new BlobConfig().thresholdBytes(64 << 10)).handshakeTimeout(Duration.ofSeconds(2))
             .replicaSet(new ReplicaSetConfig().setName("rs0").nodeId("n" + (down + 1)).members(members)
                 .key("secret").peerTransport(transport))).start();
-        await("the returning member holds the blob", 20_000, () -> Integer.valueOf(expected).equals(
+        ReplicaSetTest.await("the returning member holds the blob", 20_000, () -> Integer.valueOf(expected).equals(
             crcOn(down, "late")));
     }
 }

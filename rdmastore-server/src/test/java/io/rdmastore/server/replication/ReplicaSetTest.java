@@ -97,7 +97,7 @@ class ReplicaSetTest {
     /** Values from this size on are blob files: the tests write some of each kind. */
     private static final int BLOB_THRESHOLD = 4096;
 
-    private static void await(String what, long millis, BooleanSupplier condition) throws InterruptedException {
+    static void await(String what, long millis, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {

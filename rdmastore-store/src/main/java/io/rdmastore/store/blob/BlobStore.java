@@ -222,59 +222,6 @@ public final class BlobStore implements AutoCloseable {
         return v == null || v.missing() ? null : v.file();
     }
 
-    /** Where a copy of another member's version is written before {@link #install}. */
-    public Path incoming(long version) {
-        return dir.resolve("incoming-" + String.format("%016x", version) + ".tmp");
-    }
-
-    /**
-     * Takes a copy of another member's blob file: checks its length and CRC32C, fsyncs it, renames it to its
-     * version's name (replacing a stale file of that name nothing references) and fsyncs the directory. The next
-     * {@link #resolve} of that version finds it.
-     *
-     * @throws StoreException on a length or CRC mismatch (the copy is deleted) or an I/O failure
-     */
-    public void install(Path copy, long version, long length, int crc32c) {
-        try {
-            int crc;
-            try (FileChannel ch = FileChannel.open(copy, StandardOpenOption.READ, StandardOpenOption.WRITE);
-                 Arena arena = Arena.ofConfined()) {
-                if (ch.size() != length) {
-                    throw new StoreException("replicated blob " + version + " has " + ch.size() + " bytes, not "
-                        + length);
-                }
-                crc = length == 0 ? crc32c(MemorySegment.NULL.reinterpret(0))
-                    : crc32c(ch.map(FileChannel.MapMode.READ_ONLY, 0, length, arena));
-                ch.force(true);
-            }
-            if (crc != crc32c) {
-                throw new StoreException(String.format("replicated blob %d has CRC32C %08x, the record says %08x",
-                    version, crc, crc32c));
-            }
-            synchronized (this) {
-                BlobVersion old = versions.get(version);
-                if (old != null && !old.missing() && old.crc32c() == crc32c && old.length() == length) {
-                    deleteQuietly(copy);
-                    return;
-                }
-                if (old != null) {
-                    versions.remove(version);
-                }
-                Path target = dir.resolve(name(version));
-                Files.move(copy, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-                fsyncDirectory();
-                found.put(version, target);
-                lastVersion = Math.max(lastVersion, version);
-            }
-        } catch (IOException e) {
-            deleteQuietly(copy);
-            throw new StoreException("cannot install replicated blob " + version + ": " + e, e);
-        } catch (RuntimeException e) {
-            deleteQuietly(copy);
-            throw e;
-        }
-    }
-
     /**
      * A blob write made durable but not yet a version: its content checked, its file fsynced and closed, waiting under
      * its temporary name to be {@linkplain #installSealed installed} as a version another member numbered (a replica
@@ -299,12 +246,17 @@ public final class BlobStore implements AutoCloseable {
 
     /** As {@link #seal(BlobWrite, int)}; {@code verified}: the caller checked the CRC32C as the bytes arrived. */
     public Sealed seal(BlobWrite w, int expectedCrc32c, boolean verified) {
+        return sealWrite(w, expectedCrc32c, verified);
+    }
+
+    /** CRC check (against {@code expected} unless null), fsync, unmap, close; aborts the write on failure. */
+    private Sealed sealWrite(BlobWrite w, Integer expected, boolean verified) {
         if (w.finished) {
             throw new IllegalStateException("blob write already finished");
         }
         try {
             long t0 = System.nanoTime();
-            int crc = verified ? expectedCrc32c : verifiedCrc32c(w, expectedCrc32c);
+            int crc = verified ? expected : verifiedCrc32c(w, expected);
             long t1 = System.nanoTime();
             if (config.fsync() && w.length > 0) {
                 w.segment.force();
@@ -315,10 +267,12 @@ public final class BlobStore implements AutoCloseable {
                 w.channel.force(true);
             }
             w.channel.close();
-            return new Sealed(w.temp, w.length, crc, t1 - t0, System.nanoTime() - t1);
+            w.crcNanos = t1 - t0;
+            w.syncNanos = System.nanoTime() - t1;
+            return new Sealed(w.temp, w.length, crc, w.crcNanos, w.syncNanos);
         } catch (IOException e) {
             abort(w);
-            throw new StoreException("cannot seal blob in " + dir + ": " + e, e);
+            throw new StoreException("cannot store blob in " + dir + ": " + e + "; the old value is kept", e);
         } catch (RuntimeException e) {
             abort(w);
             throw e;
@@ -548,24 +502,8 @@ public final class BlobStore implements AutoCloseable {
      * @throws StoreException on a CRC mismatch or an I/O failure; the write is then aborted and nothing stored
      */
     public BlobVersion commit(BlobWrite w, Integer expectedCrc32c) {
-        if (w.finished) {
-            throw new IllegalStateException("blob write already finished");
-        }
+        Sealed sealed = sealWrite(w, expectedCrc32c, false);
         try {
-            long t0 = System.nanoTime();
-            int crc = verifiedCrc32c(w, expectedCrc32c);
-            long t1 = System.nanoTime();
-            if (config.fsync() && w.length > 0) {
-                w.segment.force();
-            }
-            w.finished = true;
-            w.arena.close();
-            if (config.fsync()) {
-                w.channel.force(true);
-            }
-            w.channel.close();
-            w.crcNanos = t1 - t0;
-            w.syncNanos = System.nanoTime() - t1;
             synchronized (this) {
                 if (closed) {
                     throw new StoreException("blob store is closed");
@@ -574,7 +512,7 @@ public final class BlobStore implements AutoCloseable {
                 Path target = dir.resolve(name(version));
                 move(w.temp, target);
                 fsyncDirectory();
-                BlobVersion v = new BlobVersion(this, version, w.length, crc, target, false);
+                BlobVersion v = new BlobVersion(this, version, w.length, sealed.crc32c(), target, false);
                 v.retain();
                 versions.put(version, v);
                 return v;
