@@ -10,7 +10,7 @@ public final class TcpTckNetworks {
     }
 
     public static Network server() {
-        return new Network(new Network.Context().carrier(new TcpTransport()).handshakeTimeout(Duration.ofMillis(500)));
+        return new Network(new Network.Context().carrier(new TcpTransport()).handshakeTimeout(Duration.ofSeconds(2)));
     }
 
     public static Network client() {

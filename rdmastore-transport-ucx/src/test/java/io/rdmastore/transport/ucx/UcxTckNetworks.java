@@ -30,7 +30,7 @@ public final class UcxTckNetworks {
 
     static Network server(String tls) {
         return new Network(new Network.Context().carrier(new TcpTransport()).upgrade(ucx(tls))
-            .handshakeTimeout(Duration.ofMillis(500)));
+            .handshakeTimeout(Duration.ofSeconds(2)));
     }
 
     static Network client(String tls) {
