@@ -31,7 +31,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -55,8 +54,15 @@ final class ClientCore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ClientCore.class);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
-    /** One timer thread for every client's call time-outs; a daemon so it never keeps a JVM alive. */
+    /**
+     * One timer thread for every client: it sweeps the live sessions' pending calls for expired deadlines every
+     * {@link #SWEEP_MILLIS} ms (a call's time-out fires up to that late) and retires replaced sessions. A daemon, so it
+     * never keeps a JVM alive. No task is scheduled per call.
+     */
     private static final ScheduledThreadPoolExecutor TIMER;
+    private static final long SWEEP_MILLIS = 10;
+    /** Sessions whose pending calls the sweeper checks. */
+    private static final Set<Session> LIVE = ConcurrentHashMap.newKeySet();
 
     static {
         TIMER = new ScheduledThreadPoolExecutor(1, r -> {
@@ -65,6 +71,25 @@ final class ClientCore implements AutoCloseable {
             return t;
         });
         TIMER.setRemoveOnCancelPolicy(true);
+        TIMER.scheduleAtFixedRate(ClientCore::sweep, SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    /** Fails every pending call whose deadline passed. Timer thread. */
+    private static void sweep() {
+        long now = System.nanoTime();
+        for (Session s : LIVE) {
+            try {
+                s.pending.expire(now, e -> {
+                    Call<?> call = (Call<?>) e;
+                    boolean write = isWrite(call.opcode);
+                    call.completeExceptionally(new RdmaStoreTimeoutException(ProtocolDescriptor.opcodeName(
+                        call.opcode) + " timed out after " + call.timeoutMillis + " ms waiting for the reply from "
+                        + s.address + (write ? " (outcome unknown: the write may have been applied)" : ""), write));
+                });
+            } catch (RuntimeException ex) {
+                LOG.warn("sweeping the calls of {} failed", s.address, ex);
+            }
+        }
     }
 
     /**
@@ -221,7 +246,7 @@ final class ClientCore implements AutoCloseable {
 
     /** One connection and the calls in flight on it. */
     private final class Session implements MessageHandler {
-        final Map<Long, Call<?>> pending = new ConcurrentHashMap<>();
+        final PendingCalls pending = new PendingCalls();
         /** The member this session is connected to, {@code host:port}. */
         final String address;
         final WireReader reader = new WireReader();
@@ -254,7 +279,7 @@ final class ClientCore implements AutoCloseable {
                 r.clear();
                 return;
             }
-            Call<?> call = pending.remove(id);
+            Call<?> call = (Call<?>) pending.remove(id);
             if (call != null) {
                 call.complete(status, r);
             }
@@ -264,6 +289,7 @@ final class ClientCore implements AutoCloseable {
         @Override
         public void onClose(Connection c, Throwable cause) {
             open = false;
+            LIVE.remove(this);
             String reason = serverReason != null ? "server closed the connection: " + serverReason
                 : "connection to " + address + " lost"
                     + (cause != null ? ": " + cause.getMessage() : "");
@@ -272,9 +298,9 @@ final class ClientCore implements AutoCloseable {
 
         void failAll(String reason, Throwable cause) {
             // in the order sent (ids increase), so that calls retried after a failover keep their order
-            for (Long id : new java.util.TreeSet<>(pending.keySet())) {
-                Call<?> call = pending.remove(id);
-                if (call != null) {
+            for (PendingCalls.Entry e : pending.drain()) {
+                Call<?> call = (Call<?>) e;
+                {
                     boolean write = isWrite(call.opcode);
                     call.completeExceptionally(new RdmaStoreConnectionException(reason + " while "
                         + ProtocolDescriptor.opcodeName(call.opcode) + " was in flight"
@@ -325,8 +351,10 @@ final class ClientCore implements AutoCloseable {
         }
         s.connection = c;
         s.driven = !c.transportName().equals("tcp");
+        LIVE.add(s);
         if (!c.isOpen()) {
             s.open = false;
+            LIVE.remove(s);
         }
         return s;
     }
@@ -356,21 +384,30 @@ final class ClientCore implements AutoCloseable {
     // ---- calls ----
 
     /** A call in flight: its future, opcode, decoder and time-out. */
-    static final class Call<T> extends CompletableFuture<T> {
+    static final class Call<T> extends CompletableFuture<T> implements PendingCalls.Entry {
         final byte opcode;
         final Decoder<T> decoder;
-        volatile ScheduledFuture<?> timer;
+        /** Set before the call is added to its session's pending calls, never after. */
+        long id;
+        long deadlineNanos;
+        long timeoutMillis;
 
         Call(byte opcode, Decoder<T> decoder) {
             this.opcode = opcode;
             this.decoder = decoder;
         }
 
+        @Override
+        public long id() {
+            return id;
+        }
+
+        @Override
+        public long deadlineNanos() {
+            return deadlineNanos;
+        }
+
         void complete(byte status, WireReader r) {
-            ScheduledFuture<?> t = timer;
-            if (t != null) {
-                t.cancel(false);
-            }
             try {
                 switch (status) {
                     case ProtocolDescriptor.STATUS_OK, ProtocolDescriptor.STATUS_NULL -> complete(decoder.decode(status, r));
@@ -408,9 +445,12 @@ final class ClientCore implements AutoCloseable {
             call.completeExceptionally(e);
             return call;
         }
-        s.pending.put(id, call);
         long timeoutNanos = timeout.toNanos();
         long deadline = System.nanoTime() + timeoutNanos;
+        call.id = id;
+        call.deadlineNanos = deadline;
+        call.timeoutMillis = timeout.toMillis();
+        s.pending.add(call);
         int idle = 0;
         while (true) {
             int status = s.connection.offer(w.message());
@@ -418,7 +458,7 @@ final class ClientCore implements AutoCloseable {
                 break;
             }
             if (status == TransportStatus.TOO_LARGE) {
-                s.pending.remove(id);
+                s.pending.remove(call);
                 call.completeExceptionally(new RdmaStoreException(ProtocolDescriptor.opcodeName(opcode)
                     + " request of " + w.position() + " bytes exceeds the transport's maximum message of "
                     + s.connection.maxMessageLength() + " bytes"));
@@ -426,30 +466,19 @@ final class ClientCore implements AutoCloseable {
             }
             if (status == TransportStatus.CLOSED) {
                 s.open = false;
-                s.pending.remove(id);
+                s.pending.remove(call);
                 call.completeExceptionally(new RdmaStoreConnectionException("connection to " + s.address
                     + " is closed; " + ProtocolDescriptor.opcodeName(opcode) + " was not sent"));
                 return call;
             }
             if (System.nanoTime() - deadline > 0) {
-                s.pending.remove(id);
+                s.pending.remove(call);
                 call.completeExceptionally(new RdmaStoreTimeoutException(ProtocolDescriptor.opcodeName(opcode)
                     + " could not be sent within " + timeout.toMillis() + " ms: the connection stayed "
                     + TransportStatus.describe(status)));
                 return call;
             }
             idle = idle(idle, s.driven ? driveTransports() : 0);
-        }
-        call.timer = TIMER.schedule(() -> {
-            if (s.pending.remove(id, call)) {
-                boolean write = isWrite(opcode);
-                call.completeExceptionally(new RdmaStoreTimeoutException(ProtocolDescriptor.opcodeName(opcode)
-                    + " timed out after " + timeout.toMillis() + " ms waiting for the reply from " + s.address
-                    + (write ? " (outcome unknown: the write may have been applied)" : ""), write));
-            }
-        }, timeoutNanos, TimeUnit.NANOSECONDS);
-        if (call.isDone()) {
-            call.timer.cancel(false);
         }
         return call;
     }
@@ -529,7 +558,7 @@ final class ClientCore implements AutoCloseable {
             }
         }
         try {
-            // The call's own timer fails it on time; the extra second only guards against a lost timer.
+            // The sweeper fails the call on time; the extra second only guards against a lost sweep.
             return call.get(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             throw unwrap(e, call.opcode);

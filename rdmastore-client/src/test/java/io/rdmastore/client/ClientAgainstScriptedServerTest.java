@@ -93,6 +93,17 @@ class ClientAgainstScriptedServerTest {
             RdmaStoreTimeoutException shorter = assertThrows(RdmaStoreTimeoutException.class,
                 () -> client.withTimeout(Duration.ofMillis(50)).get("silent"));
             assertTrue(shorter.getMessage().contains("50 ms"), shorter.getMessage());
+            // nobody waits for an async call: the client's sweeper fails it on time by itself
+            CompletableFuture<byte[]> async = client.withTimeout(Duration.ofMillis(100))
+                .getAsync("silent".getBytes(StandardCharsets.UTF_8));
+            long a0 = System.nanoTime();
+            while (!async.isDone() && System.nanoTime() - a0 < TimeUnit.SECONDS.toNanos(3)) {
+                Thread.onSpinWait();
+            }
+            assertTrue(async.isCompletedExceptionally(), "an unawaited call did not time out within 3 s");
+            java.util.concurrent.ExecutionException ee = assertThrows(java.util.concurrent.ExecutionException.class,
+                async::get);
+            assertTrue(ee.getCause() instanceof RdmaStoreTimeoutException, ee.toString());
             assertEquals(1, connections.get(), "a time-out must not reconnect");
         }
     }
