@@ -362,6 +362,9 @@ final class BlobService implements AutoCloseable {
         if (length < 0 || token == 0) {
             throw new ProtocolException(token == 0 ? "a stage needs a non-zero token" : "negative blob length " + length);
         }
+        if (stages.containsKey(token)) {
+            throw new ProtocolException("blob token " + Long.toHexString(token) + " is staged already");
+        }
         Connection c = session.connection();
         RemoteMemory remote = remoteOf(c, descriptor, length);
         BlobWrite write = files.begin(length);
@@ -663,6 +666,10 @@ final class BlobService implements AutoCloseable {
                     files.abort(write);
                     return;
                 }
+            }
+            if (failure != null && onSealed == null) {
+                files.abort(write); // refused before it started (a duplicate token)
+                return;
             }
             if (failure != null) {
                 files.abort(write);
