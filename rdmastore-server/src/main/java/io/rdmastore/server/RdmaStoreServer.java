@@ -76,6 +76,7 @@ public final class RdmaStoreServer implements AutoCloseable {
     private Listener listener;
     private RespFace resp;
     private ReplicaSet replicaSet;
+    private io.rdmastore.server.cluster.ClusterNode cluster;
     /** The password clients present in HELLO (UTF-8), null for none; CONFIG SET requirepass replaces it. */
     private volatile byte[] password;
     private volatile int port;
@@ -139,12 +140,16 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (config.tlsCertificate() != null) {
             tcpCtx.tlsServer(config.tlsCertificate(), config.tlsKey());
         }
+        if (config.cluster()) {
+            cluster = new io.rdmastore.server.cluster.ClusterNode(dir, () -> replicaSet);
+        }
         if (config.resp()) {
             resp = new RespFace(store, new RespFace.Context()
                 .password(config.password())
                 .version(VERSION)
                 .serverInfo(this::respInfo)
                 .replicaSet(() -> replicaSet)
+                .cluster(() -> cluster)
                 .nativeClients(this::nativeClients)
                 .clientIds(clientIds::incrementAndGet)
                 .admission(this::admission)
@@ -350,6 +355,11 @@ public final class RdmaStoreServer implements AutoCloseable {
     /** This server's replica-set membership, or null when it runs standalone. */
     public ReplicaSet replicaSet() {
         return replicaSet;
+    }
+
+    /** This server's part in a sharded cluster, or null when it does not run in cluster mode. */
+    public io.rdmastore.server.cluster.ClusterNode cluster() {
+        return cluster;
     }
 
     public Store store() {
@@ -609,7 +619,7 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("rdmastore: " + e.getMessage());
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
-                + " [--ucx-idle backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing]"
+                + " [--ucx-idle backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing] [--cluster]"
                 + " [--replica-set NAME --node-id ID --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N]"
                 + " [--join]]");
             System.exit(2);
@@ -647,6 +657,10 @@ public final class RdmaStoreServer implements AutoCloseable {
             }
             if (a.equals("--timing")) {
                 c.timing(true);
+                continue;
+            }
+            if (a.equals("--cluster")) {
+                c.cluster(true);
                 continue;
             }
             if (a.equals("--join")) {

@@ -33,6 +33,8 @@ enum RespCommand {
     WAIT(3, "noscript", 0, 0, 0, "generic", "Blocks until this connection's writes reach that many replicas."),
     READONLY(1, "loading stale fast", 0, 0, 0, "cluster", "Enables read-only queries on a replica."),
     READWRITE(1, "loading stale fast", 0, 0, 0, "cluster", "Disables read-only queries on a replica."),
+    CLUSTER(-2, "admin noscript loading stale", 0, 0, 0, "cluster", "A container for Redis Cluster commands."),
+    ASKING(1, "fast", 0, 0, 0, "cluster", "Signals that a cluster client is following an -ASK redirect."),
     SENTINEL(-2, "admin noscript loading stale", 0, 0, 0, "sentinel", "Sentinel's discovery calls for a replica set."),
     SET(-3, "write denyoom", 1, 1, 1, "string", "Sets the string value of a key, ignoring its type."),
     GET(2, "readonly fast", 1, 1, 1, "string", "Returns the string value of a key."),

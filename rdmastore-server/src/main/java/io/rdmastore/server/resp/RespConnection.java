@@ -71,6 +71,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     volatile long commandsTotal;
     volatile String remote = "?";
 
+    /** READONLY was sent: in cluster mode a secondary of the slot's shard serves this client's reads. */
+    boolean replicaReads;
+
     /** The command being run, set once its arity and authentication passed; null for a rejected one. */
     RespCommand current;
 

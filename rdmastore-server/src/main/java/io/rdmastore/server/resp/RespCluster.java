@@ -1,0 +1,301 @@
+package io.rdmastore.server.resp;
+
+import io.rdmastore.client.cluster.HashSlot;
+import io.rdmastore.client.cluster.SlotMap;
+import io.rdmastore.server.cluster.ClusterNode;
+import io.rdmastore.server.replication.ReplicaSet;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Cluster mode on the RESP face (docs/cluster.md): the slot check run before every key-taking command ({@link
+ * #route}) and the {@code CLUSTER} subcommands clients use to learn the topology, with Redis's reply shapes.
+ *
+ * <p>Threads: stateless; any event loop, for its own connection.
+ */
+final class RespCluster {
+    static final String CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot";
+    private static final String DISABLED = "ERR This instance has cluster support disabled";
+
+    private RespCluster() {
+    }
+
+    /**
+     * Checks the slots of a command's keys (from its key positions). Returns true when this node runs it; otherwise
+     * writes the error ({@code CROSSSLOT}, {@code MOVED}, {@code CLUSTERDOWN}) and returns false. Allocates nothing
+     * unless it redirects.
+     */
+    static boolean route(ClusterNode cluster, RespConnection c, RespWriter w, RespCommand cmd, byte[][] argv, int argc) {
+        int last = cmd.lastKey >= 0 ? cmd.lastKey : argc + cmd.lastKey;
+        last = Math.min(last, argc - 1);
+        int slot = -1;
+        for (int i = cmd.firstKey; i <= last; i += cmd.step) {
+            int s = HashSlot.of(argv[i]);
+            if (slot < 0) {
+                slot = s;
+            } else if (s != slot) {
+                w.error(CROSSSLOT);
+                return false;
+            }
+        }
+        if (slot < 0) {
+            return true;
+        }
+        String redirect = cluster.redirect(slot, cmd.write, c.replicaReads);
+        if (redirect != null) {
+            w.error(redirect);
+            return false;
+        }
+        return true;
+    }
+
+    /** The {@code cluster} INFO section, and {@code redis_mode}. */
+    static Map<String, Map<String, String>> info(ClusterNode cluster) {
+        Map<String, String> section = new LinkedHashMap<>();
+        section.put("cluster_enabled", cluster == null ? "0" : "1");
+        Map<String, Map<String, String>> out = new LinkedHashMap<>();
+        out.put("cluster", section);
+        if (cluster != null) {
+            out.put("server", Map.of("redis_mode", "cluster"));
+        }
+        return out;
+    }
+
+    static void cluster(RespFace face, RespConnection c, RespWriter w, byte[][] argv, int argc) {
+        ClusterNode cluster = face.cluster();
+        String sub = new String(argv[1], StandardCharsets.UTF_8).toUpperCase(java.util.Locale.ROOT);
+        if (sub.equals("KEYSLOT") && argc == 3) {
+            // answered without cluster mode too, unlike Redis: the function does not depend on it
+            w.integer(HashSlot.of(argv[2]));
+            return;
+        }
+        if (sub.equals("HELP")) {
+            help(w);
+            return;
+        }
+        if (cluster == null) {
+            w.error(DISABLED);
+            return;
+        }
+        ClusterNode.View v = cluster.view();
+        switch (sub) {
+            case "INFO" -> w.verbatim(infoText(v));
+            case "MYID" -> w.bulk(myId(face, v));
+            case "MYSHARDID" -> w.bulk(v.self() == null ? ClusterNode.redisId("shard:") : shardId(v.self()));
+            case "SLOTS" -> slots(face, w, v);
+            case "SHARDS" -> shards(face, w, v);
+            case "NODES" -> w.verbatim(nodes(face, v));
+            case "COUNTKEYSINSLOT" -> {
+                int slot = argc == 3 ? slot(argv[2]) : -1;
+                if (slot < 0) {
+                    w.error("ERR Invalid slot");
+                    return;
+                }
+                long n = 0;
+                for (byte[] k : face.store.keys("*")) {
+                    if (HashSlot.of(k) == slot) {
+                        n++;
+                    }
+                }
+                w.integer(n);
+            }
+            case "GETKEYSINSLOT" -> {
+                int slot = argc == 4 ? slot(argv[2]) : -1;
+                long max = argc == 4 ? number(argv[3]) : -1;
+                if (slot < 0) {
+                    w.error("ERR Invalid slot");
+                    return;
+                }
+                if (max < 0) {
+                    w.error("ERR Invalid number of keys");
+                    return;
+                }
+                List<byte[]> keys = new ArrayList<>();
+                for (byte[] k : face.store.keys("*")) {
+                    if (keys.size() >= max) {
+                        break;
+                    }
+                    if (HashSlot.of(k) == slot) {
+                        keys.add(k);
+                    }
+                }
+                w.arrayHeader(keys.size());
+                for (byte[] k : keys) {
+                    w.bulk(k);
+                }
+            }
+            default -> w.error("ERR unknown subcommand '" + new String(argv[1], StandardCharsets.UTF_8)
+                + "'. Try CLUSTER HELP.");
+        }
+    }
+
+    private static void help(RespWriter w) {
+        String[] lines = {"INFO", "MYID", "MYSHARDID", "SLOTS", "SHARDS", "NODES", "KEYSLOT <key>",
+            "COUNTKEYSINSLOT <slot>", "GETKEYSINSLOT <slot> <count>", "HELP"};
+        w.arrayHeader(lines.length + 1);
+        w.simple("CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are (the map is set with "
+            + "'rdmastore cluster create'):");
+        for (String l : lines) {
+            w.simple(l);
+        }
+    }
+
+    private static String infoText(ClusterNode.View v) {
+        SlotMap m = v.map();
+        int assigned = m.assignedSlots();
+        int nodes = 0;
+        int sized = 0;
+        for (SlotMap.Shard s : m.shards()) {
+            nodes += s.nodes().size();
+            if (s.slotCount() > 0) {
+                sized++;
+            }
+        }
+        return "cluster_enabled:1\r\n"
+            + "cluster_state:" + (assigned == HashSlot.SLOTS ? "ok" : "fail") + "\r\n"
+            + "cluster_slots_assigned:" + assigned + "\r\n"
+            + "cluster_slots_ok:" + assigned + "\r\n"
+            + "cluster_slots_pfail:0\r\n"
+            + "cluster_slots_fail:0\r\n"
+            + "cluster_known_nodes:" + nodes + "\r\n"
+            + "cluster_size:" + sized + "\r\n"
+            + "cluster_current_epoch:" + m.epoch() + "\r\n"
+            + "cluster_my_epoch:" + m.epoch() + "\r\n"
+            + "cluster_stats_messages_sent:0\r\n"
+            + "cluster_stats_messages_received:0\r\n"
+            + "total_cluster_links_buffer_limit_exceeded:0\r\n";
+    }
+
+    private static String myId(RespFace face, ClusterNode.View v) {
+        return ClusterNode.redisId(v.selfId() != null ? v.selfId() : "port:" + face.port());
+    }
+
+    private static String shardId(SlotMap.Shard s) {
+        return ClusterNode.redisId("shard:" + s.name());
+    }
+
+    /**
+     * A shard's members, primary first: for this node's own replica set the primary it knows; for other shards the
+     * map's order (its first member was the primary when the map was made).
+     */
+    private static List<SlotMap.Node> ordered(RespFace face, ClusterNode.View v, SlotMap.Shard s) {
+        List<SlotMap.Node> nodes = new ArrayList<>(s.nodes());
+        ReplicaSet rs = face.replicaSet();
+        if (s == v.self() && rs != null && rs.primaryId() != null) {
+            String primary = rs.primaryId();
+            for (int i = 0; i < nodes.size(); i++) {
+                if (nodes.get(i).id().equals(primary)) {
+                    nodes.add(0, nodes.remove(i));
+                    break;
+                }
+            }
+        }
+        return nodes;
+    }
+
+    private static void slots(RespFace face, RespWriter w, ClusterNode.View v) {
+        int ranges = 0;
+        for (SlotMap.Shard s : v.map().shards()) {
+            ranges += s.ranges().size();
+        }
+        w.arrayHeader(ranges);
+        for (SlotMap.Shard s : v.map().shards()) {
+            List<SlotMap.Node> nodes = ordered(face, v, s);
+            for (SlotMap.Range r : s.ranges()) {
+                w.arrayHeader(2 + nodes.size());
+                w.integer(r.from());
+                w.integer(r.to());
+                for (SlotMap.Node n : nodes) {
+                    w.arrayHeader(4);
+                    w.bulk(n.host());
+                    w.integer(n.port());
+                    w.bulk(ClusterNode.redisId(n.id()));
+                    w.mapHeader(0);
+                }
+            }
+        }
+    }
+
+    private static void shards(RespFace face, RespWriter w, ClusterNode.View v) {
+        w.arrayHeader(v.map().shards().size());
+        for (SlotMap.Shard s : v.map().shards()) {
+            w.mapHeader(2);
+            w.bulk("slots");
+            w.arrayHeader(2L * s.ranges().size());
+            for (SlotMap.Range r : s.ranges()) {
+                w.integer(r.from());
+                w.integer(r.to());
+            }
+            w.bulk("nodes");
+            List<SlotMap.Node> nodes = ordered(face, v, s);
+            w.arrayHeader(nodes.size());
+            for (int i = 0; i < nodes.size(); i++) {
+                SlotMap.Node n = nodes.get(i);
+                w.mapHeader(7);
+                w.bulk("id");
+                w.bulk(ClusterNode.redisId(n.id()));
+                w.bulk("port");
+                w.integer(n.port());
+                w.bulk("ip");
+                w.bulk(n.host());
+                w.bulk("endpoint");
+                w.bulk(n.host());
+                w.bulk("role");
+                w.bulk(i == 0 ? "master" : "replica");
+                w.bulk("replication-offset");
+                w.integer(0);
+                w.bulk("health");
+                w.bulk("online");
+            }
+        }
+    }
+
+    /** CLUSTER NODES: one line per node, Redis's fields; the bus port is shown as the client port + 10000. */
+    private static String nodes(RespFace face, ClusterNode.View v) {
+        StringBuilder sb = new StringBuilder();
+        long epoch = v.map().epoch();
+        for (SlotMap.Shard s : v.map().shards()) {
+            List<SlotMap.Node> nodes = ordered(face, v, s);
+            String primaryId = ClusterNode.redisId(nodes.get(0).id());
+            for (int i = 0; i < nodes.size(); i++) {
+                SlotMap.Node n = nodes.get(i);
+                boolean myself = n.id().equals(v.selfId());
+                sb.append(ClusterNode.redisId(n.id())).append(' ').append(n.host()).append(':').append(n.port())
+                    .append('@').append(n.port() + 10000 > 65535 ? n.port() : n.port() + 10000).append(' ')
+                    .append(myself ? "myself," : "").append(i == 0 ? "master" : "slave").append(' ')
+                    .append(i == 0 ? "-" : primaryId).append(" 0 0 ").append(epoch).append(" connected");
+                if (i == 0) {
+                    for (SlotMap.Range r : s.ranges()) {
+                        sb.append(' ').append(r);
+                    }
+                }
+                sb.append('\n');
+            }
+        }
+        return sb.toString();
+    }
+
+    private static int slot(byte[] a) {
+        long n = number(a);
+        return n < 0 || n >= HashSlot.SLOTS ? -1 : (int) n;
+    }
+
+    /** A non-negative decimal, or -1. */
+    private static long number(byte[] a) {
+        if (a.length == 0 || a.length > 18) {
+            return -1;
+        }
+        long n = 0;
+        for (byte b : a) {
+            if (b < '0' || b > '9') {
+                return -1;
+            }
+            n = n * 10 + (b - '0');
+        }
+        return n;
+    }
+}
