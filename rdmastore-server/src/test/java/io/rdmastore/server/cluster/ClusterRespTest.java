@@ -7,6 +7,7 @@ import io.lettuce.core.cluster.api.sync.RedisAdvancedClusterCommands;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import io.rdmastore.client.RdmaStoreClient;
+import io.rdmastore.client.RdmaStoreClusterClient;
 import io.rdmastore.client.RdmaStoreServerException;
 import io.rdmastore.client.cluster.HashSlot;
 import io.rdmastore.client.cluster.SlotMap;
@@ -280,6 +281,45 @@ class ClusterRespTest {
                 () -> c.mget("bar", "foo"));
             assertTrue(cross.getMessage().startsWith("CROSSSLOT"), cross.getMessage());
             assertNull(c.get("{bar}absent"));
+        }
+    }
+
+    @Test
+    void nativeClusterClientRoutesByItselfAndRefreshesOnMoved() {
+        try (RdmaStoreClusterClient c = RdmaStoreClusterClient.connect(RdmaStoreClient.builder()
+            .seeds("127.0.0.1:" + servers.get(2).port(), "127.0.0.1:" + servers.get(0).port()).transport("tcp")
+            .timeout(Duration.ofSeconds(10)).build())) {
+            assertEquals(1, c.slotMap().epoch());
+            for (int i = 0; i < 300; i++) {
+                c.set("native:" + i, "v" + i);
+            }
+            for (int i = 0; i < 300; i++) {
+                assertEquals("v" + i, c.get("native:" + i));
+            }
+            assertEquals(0, c.redirects(), "a fresh map routes every key to its owner");
+            for (int s = 0; s < SHARDS; s++) {
+                assertTrue(servers.get(s).store().size() > 30, "shard " + s);
+            }
+            c.mset(Map.of("{n}.a", "1", "{n}.b", "2"));
+            assertEquals(List.of("1", "2"), c.mget("{n}.a", "{n}.b"));
+            RdmaStoreServerException cross = assertThrows(RdmaStoreServerException.class, () -> c.mget("a", "b"));
+            assertEquals("CROSSSLOT", cross.code());
+
+            // slots 0-999 move to s1: the first command on one of them is redirected once, the map is refreshed,
+            // and every later one goes to the new owner directly
+            install(twoRangeMap(2));
+            int written = 0;
+            for (int i = 0; written < 40; i++) {
+                String k = "native-moved:" + i;
+                if (HashSlot.of(k) < 1000) {
+                    c.set(k, "m" + i);
+                    assertEquals("m" + i, c.get(k));
+                    assertEquals(1, servers.get(1).store().exists(new byte[][] {k.getBytes(StandardCharsets.UTF_8)}));
+                    written++;
+                }
+            }
+            assertEquals(1, c.redirects());
+            assertEquals(2, c.slotMap().epoch());
         }
     }
 }
