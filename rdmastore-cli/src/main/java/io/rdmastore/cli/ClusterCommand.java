@@ -30,7 +30,7 @@ import picocli.CommandLine.Parameters;
     description = {"Sharded clusters: 16384 hash slots split between shards (a replica set, or one node each);"
         + " Redis cluster clients (JedisCluster, Lettuce, redis-cli -c) route by slot and follow MOVED.",
         "Start each node with 'rdmastore server --cluster ...' (and --replica-set ... for a shard of several members)."},
-    subcommands = {ClusterCommand.Create.class, ClusterCommand.Status.class})
+    subcommands = {ClusterCommand.Create.class, ClusterCommand.Status.class, ClusterCommand.Reshard.class})
 final class ClusterCommand implements Runnable {
     private static final long STRING_LIMIT = 16 << 20;
 
@@ -267,6 +267,153 @@ final class ClusterCommand implements Runnable {
                 err.flush();
                 return 1;
             }
+        }
+    }
+
+    @Command(name = "reshard", versionProvider = Main.Version.class, sortOptions = false,
+        description = {"Moves slots, with their keys, from one shard to another while clients keep working: each slot"
+            + " is marked MIGRATING on the source and IMPORTING on the target, its keys move in batches (MIGRATE; clients"
+            + " are sent to the target with -ASK for keys already moved), then a map of a higher epoch gives the slots"
+            + " to the target, on the target first."})
+    static final class Reshard extends Common implements Callable<Integer> {
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+        @Option(names = {"-h", "--host"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
+            description = "A node's host (default ${DEFAULT-VALUE}).")
+        String host;
+        @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "7379",
+            description = "That node's port (default ${DEFAULT-VALUE}).")
+        int port;
+        @Option(names = "--help", usageHelp = true, description = "Shows this help and exits (-h is the host).")
+        boolean help;
+        @Option(names = "--from", required = true, paramLabel = "SHARD", description = "The shard giving slots.")
+        String from;
+        @Option(names = "--to", required = true, paramLabel = "SHARD", description = "The shard receiving them.")
+        String to;
+        @Option(names = "--slots", required = true, paramLabel = "N", description = "How many slots to move (the"
+            + " source's highest).")
+        int count;
+        @Option(names = "--batch", defaultValue = "100", paramLabel = "N", description = "Keys per MIGRATE"
+            + " (default ${DEFAULT-VALUE}).")
+        int batch;
+
+        @Override
+        public Integer call() {
+            Main.quietLogs();
+            PrintWriter out = spec.commandLine().getOut();
+            PrintWriter err = spec.commandLine().getErr();
+            Duration t = duration();
+            try (ReplicaSetProbe probe = probe()) {
+                SlotMap map = reshard(probe, t, out);
+                out.println("resharded: " + count + " slots from " + from + " to " + to + ", map epoch " + map.epoch());
+                out.flush();
+                return 0;
+            } catch (UserException | RdmaStoreException | IllegalArgumentException | RespLink.ErrorReply
+                     | java.io.UncheckedIOException e) {
+                err.println("rdmastore cluster reshard: " + e.getMessage());
+                err.flush();
+                return 1;
+            }
+        }
+
+        private SlotMap reshard(ReplicaSetProbe probe, Duration t, PrintWriter out) {
+            Self self = self(probe, host + ":" + port, t);
+            if (self.map().isEmpty()) {
+                throw new UserException(host + ":" + port + " holds no slot map");
+            }
+            SlotMap map = SlotMap.parse(self.map());
+            SlotMap.Shard src = map.shard(from);
+            SlotMap.Shard dst = map.shard(to);
+            if (src == null || dst == null || src == dst) {
+                throw new UserException("--from and --to must name two shards of the map: " + shardNames(map));
+            }
+            List<Integer> slots = new ArrayList<>();
+            for (int s = HashSlot.SLOTS - 1; s >= 0 && slots.size() < count; s--) {
+                if (map.owner(s) == src) {
+                    slots.add(s);
+                }
+            }
+            if (slots.size() < count || count < 1) {
+                throw new UserException("shard " + from + " has " + src.slotCount() + " slots; cannot move " + count);
+            }
+            String pw = password != null ? password : System.getenv(ServerCommand.PASSWORD_ENV);
+            pw = pw == null || pw.isEmpty() ? null : pw;
+            SlotMap.Node source = src.first();
+            SlotMap.Node target = dst.first();
+            long moved = 0;
+            try (RespLink s = new RespLink(source.address(), pw, t); RespLink d = new RespLink(target.address(), pw, t)) {
+                for (int slot : slots) {
+                    d.call("CLUSTER", "SETSLOT", slot, "IMPORTING", source.id());
+                    s.call("CLUSTER", "SETSLOT", slot, "MIGRATING", target.id());
+                    while (true) {
+                        List<?> keys = (List<?>) s.call("CLUSTER", "GETKEYSINSLOT", slot, batch);
+                        if (keys.isEmpty()) {
+                            break;
+                        }
+                        List<Object> args = new ArrayList<>(List.of("MIGRATE", target.host(), target.port(), "", 0,
+                            t.toMillis(), "REPLACE"));
+                        if (pw != null) {
+                            args.add("AUTH");
+                            args.add(pw);
+                        }
+                        args.add("KEYS");
+                        args.addAll(keys);
+                        s.call(args.toArray());
+                        moved += keys.size();
+                    }
+                }
+            }
+            // the new owner first: until the source learns the map it sends clients on with -ASK, never back
+            List<SlotMap.Shard> shards = new ArrayList<>();
+            for (SlotMap.Shard sh : map.shards()) {
+                java.util.TreeSet<Integer> owned = new java.util.TreeSet<>();
+                for (SlotMap.Range r : sh.ranges()) {
+                    for (int x = r.from(); x <= r.to(); x++) {
+                        owned.add(x);
+                    }
+                }
+                if (sh == src) {
+                    owned.removeAll(slots);
+                } else if (sh == dst) {
+                    owned.addAll(slots);
+                }
+                shards.add(new SlotMap.Shard(sh.name(), ranges(owned), sh.nodes()));
+            }
+            SlotMap next = new SlotMap(map.epoch() + 1, shards);
+            List<SlotMap.Shard> order = new ArrayList<>(next.shards());
+            order.sort(java.util.Comparator.comparingInt(sh -> sh.name().equals(to) ? 0 : sh.name().equals(from) ? 1 : 2));
+            for (SlotMap.Shard sh : order) {
+                install(probe, sh.first().address(), sh.first().id(), next, t);
+            }
+            out.println("moved " + moved + " keys in " + slots.size() + " slots");
+            return next;
+        }
+
+        private static String shardNames(SlotMap map) {
+            List<String> names = new ArrayList<>();
+            for (SlotMap.Shard s : map.shards()) {
+                names.add(s.name());
+            }
+            return String.join(", ", names);
+        }
+
+        private static List<SlotMap.Range> ranges(java.util.SortedSet<Integer> slots) {
+            List<SlotMap.Range> out = new ArrayList<>();
+            int start = -1;
+            int prev = -2;
+            for (int s : slots) {
+                if (s != prev + 1) {
+                    if (start >= 0) {
+                        out.add(new SlotMap.Range(start, prev));
+                    }
+                    start = s;
+                }
+                prev = s;
+            }
+            if (start >= 0) {
+                out.add(new SlotMap.Range(start, prev));
+            }
+            return out;
         }
     }
 

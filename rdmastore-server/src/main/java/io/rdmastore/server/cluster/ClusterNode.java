@@ -17,8 +17,11 @@ import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Supplier;
 
 /**
@@ -45,6 +48,13 @@ public final class ClusterNode {
 
     private final Path file;
     private final Supplier<ReplicaSet> replicaSet;
+    /** Slots this node is moving out (slot to the target's address) and in (slot to the source's address). */
+    private final Map<Integer, String> migrating = new ConcurrentHashMap<>();
+    private final Map<Integer, String> importing = new ConcurrentHashMap<>();
+    /** Per migrating slot: commands hold it shared while they run, a batch move holds it exclusively. */
+    private final Map<Integer, ReentrantReadWriteLock> slotLocks = new ConcurrentHashMap<>();
+    /** Whether any slot migrates here: the only thing the routing hot path reads when none does. */
+    private volatile boolean migrations;
     private volatile View view;
     /** The control-plane text the current view was parsed from (replica sets): a reference compare finds changes. */
     private volatile String viewText;
@@ -96,6 +106,7 @@ public final class ClusterNode {
             }
             view = v;
             viewText = text;
+            settle(v);
         } else if (view.selfId() == null) {
             view = new View(view.map(), rs.nodeId(), null);
         }
@@ -193,7 +204,64 @@ public final class ClusterNode {
             return CompletableFuture.failedFuture(new UncheckedIOException("cannot write " + file, e));
         }
         view = new View(map, id, map.shardOfNode(id));
+        settle(view);
         LOG.info("cluster: {} installed, this node {} in shard {}", map, id, view.self().name());
         return CompletableFuture.completedFuture(null);
+    }
+
+    // ---- slot migration (docs/cluster.md, "Resharding") ----
+
+    /** Whether any slot is being moved out of or into this node: false makes routing skip the checks below. */
+    public boolean migrations() {
+        return migrations;
+    }
+
+    /** The address a slot this node owns is moving to, or null. */
+    public String migratingTo(int slot) {
+        return migrations ? migrating.get(slot) : null;
+    }
+
+    /** The address a slot is moving in from, or null. */
+    public String importingFrom(int slot) {
+        return migrations ? importing.get(slot) : null;
+    }
+
+    /** CLUSTER SETSLOT slot MIGRATING: this node's shard owns the slot and starts moving its keys to {@code target}. */
+    public void setMigrating(int slot, String target) {
+        importing.remove(slot);
+        slotLocks.computeIfAbsent(slot, s -> new ReentrantReadWriteLock());
+        migrating.put(slot, target);
+        migrations = true;
+        LOG.info("cluster: slot {} migrating to {}", slot, target);
+    }
+
+    /** CLUSTER SETSLOT slot IMPORTING: keys of the slot arrive from {@code source}; ASKING clients are served here. */
+    public void setImporting(int slot, String source) {
+        migrating.remove(slot);
+        importing.put(slot, source);
+        migrations = true;
+        LOG.info("cluster: slot {} importing from {}", slot, source);
+    }
+
+    /** CLUSTER SETSLOT slot STABLE: forgets the slot's migration state. */
+    public void setStable(int slot) {
+        migrating.remove(slot);
+        importing.remove(slot);
+        migrations = !migrating.isEmpty() || !importing.isEmpty();
+    }
+
+    /** The lock of a migrating slot (null when the slot does not migrate out of here). */
+    public ReentrantReadWriteLock slotLock(int slot) {
+        return slotLocks.get(slot);
+    }
+
+    /** A new map ends the moves it settles: slots now owned elsewhere stop migrating, slots now owned here importing. */
+    private void settle(View v) {
+        if (!migrations) {
+            return;
+        }
+        migrating.keySet().removeIf(slot -> v.map().owner(slot) != v.self());
+        importing.keySet().removeIf(slot -> v.map().owner(slot) == v.self());
+        migrations = !migrating.isEmpty() || !importing.isEmpty();
     }
 }

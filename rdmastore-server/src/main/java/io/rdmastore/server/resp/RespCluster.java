@@ -45,12 +45,62 @@ final class RespCluster {
         if (slot < 0) {
             return true;
         }
+        if (cluster.migrations() && !migrationRoute(cluster, c, w, cmd, argv, slot, cmd.firstKey, last)) {
+            return false;
+        }
+        if (c.slotLock != null || c.asking && cluster.importingFrom(slot) != null) {
+            return true;
+        }
         String redirect = cluster.redirect(slot, cmd.write, c.replicaReads);
         if (redirect != null) {
             w.error(redirect);
             return false;
         }
         return true;
+    }
+
+    /**
+     * A slot moving out of here: a command whose keys all exist here runs here, holding the slot's lock shared (a
+     * batch move holds it exclusively, so no command sees a key half-moved; a command that finds it taken gets
+     * {@code TRYAGAIN}); one whose keys are all gone is sent to the target with {@code -ASK}; a mix gets
+     * {@code TRYAGAIN}, as in Redis. A slot moving in is served to a client that sent ASKING just before.
+     */
+    private static boolean migrationRoute(ClusterNode cluster, RespConnection c, RespWriter w, RespCommand cmd,
+                                          byte[][] argv, int slot, int first, int last) {
+        String target = cluster.migratingTo(slot);
+        if (target == null) {
+            return true;
+        }
+        java.util.concurrent.locks.ReentrantReadWriteLock lock = cluster.slotLock(slot);
+        if (lock == null || !lock.readLock().tryLock()) {
+            w.error(TRYAGAIN);
+            return false;
+        }
+        List<byte[]> keys = new ArrayList<>();
+        for (int i = first; i <= last; i += cmd.step) {
+            keys.add(argv[i]);
+        }
+        long present = 0;
+        for (byte[] k : keys) {
+            present += face(c).store.exists(new byte[][] {k});
+        }
+        if (present == keys.size()) {
+            c.slotLock = lock.readLock();
+            return true;
+        }
+        lock.readLock().unlock();
+        if (present == 0) {
+            w.error("ASK " + slot + " " + target);
+        } else {
+            w.error(TRYAGAIN);
+        }
+        return false;
+    }
+
+    static final String TRYAGAIN = "TRYAGAIN Multiple keys request during rehashing of slot";
+
+    private static RespFace face(RespConnection c) {
+        return c.face();
     }
 
     /** The {@code cluster} INFO section, and {@code redis_mode}. */
@@ -89,6 +139,7 @@ final class RespCluster {
             case "SLOTS" -> slots(face, w, v);
             case "SHARDS" -> shards(face, w, v);
             case "NODES" -> w.verbatim(nodes(face, v));
+            case "SETSLOT" -> setSlot(cluster, v, w, argv, argc);
             case "COUNTKEYSINSLOT" -> {
                 int slot = argc == 3 ? slot(argv[2]) : -1;
                 if (slot < 0) {
@@ -133,9 +184,217 @@ final class RespCluster {
         }
     }
 
+    /**
+     * CLUSTER SETSLOT slot MIGRATING|IMPORTING node | STABLE. The node is named by its id in the map or its Redis id.
+     * Ownership itself (Redis's SETSLOT NODE) changes only with a new map of a higher epoch (native CLUSTER_MAP),
+     * which also ends the slot's migration state.
+     */
+    private static void setSlot(ClusterNode cluster, ClusterNode.View v, RespWriter w, byte[][] argv, int argc) {
+        int slot = argc >= 4 ? slot(argv[2]) : -1;
+        if (slot < 0) {
+            w.error("ERR Invalid or out of range slot");
+            return;
+        }
+        String how = new String(argv[3], StandardCharsets.UTF_8).toUpperCase(java.util.Locale.ROOT);
+        if (how.equals("STABLE") && argc == 4) {
+            cluster.setStable(slot);
+            w.ok();
+            return;
+        }
+        if (argc != 5 || !(how.equals("MIGRATING") || how.equals("IMPORTING"))) {
+            w.error(how.equals("NODE") ? "ERR slot ownership changes with a new slot map: 'rdmastore cluster reshard'"
+                : "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP");
+            return;
+        }
+        String name = new String(argv[4], StandardCharsets.UTF_8);
+        SlotMap.Node node = null;
+        for (SlotMap.Shard s : v.map().shards()) {
+            for (SlotMap.Node n : s.nodes()) {
+                if (n.id().equals(name) || ClusterNode.redisId(n.id()).equals(name)) {
+                    node = n;
+                }
+            }
+        }
+        if (node == null) {
+            w.error("ERR I don't know about node " + name);
+            return;
+        }
+        boolean mine = v.map().owner(slot) == v.self() && v.self() != null;
+        if (how.equals("MIGRATING")) {
+            if (!mine) {
+                w.error("ERR I'm not the owner of hash slot " + slot);
+                return;
+            }
+            cluster.setMigrating(slot, node.address());
+        } else {
+            if (mine) {
+                w.error("ERR I'm already the owner of hash slot " + slot);
+                return;
+            }
+            cluster.setImporting(slot, node.address());
+        }
+        w.ok();
+    }
+
+    /**
+     * MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw] [KEYS key...]: moves keys of one slot to another
+     * node, as Redis does, and deletes them here. It runs on a thread of its own (the client waits, its event loop does
+     * not), holding the slot's lock exclusively from the first read to the delete, so no command sees or writes a key
+     * half-moved (they get TRYAGAIN meanwhile). The keys go over one RESP connection as ASKING + RESTORE key ttl
+     * payload REPLACE; a key is deleted here only after the target acknowledged all of them.
+     */
+    static void migrate(RespFace face, RespConnection c, RespWriter w, byte[][] argv, int argc) {
+        ClusterNode cluster = face.cluster();
+        String host = new String(argv[1], StandardCharsets.UTF_8);
+        long port = number(argv[2]);
+        long timeout = number(argv[5]);
+        if (port < 1 || port > 65535 || timeout < 0) {
+            w.error("ERR value is not an integer or out of range");
+            return;
+        }
+        boolean copy = false;
+        String password = null;
+        List<byte[]> keys = new ArrayList<>();
+        if (argv[3].length > 0) {
+            keys.add(argv[3]);
+        }
+        for (int i = 6; i < argc; i++) {
+            String opt = new String(argv[i], StandardCharsets.UTF_8).toUpperCase(java.util.Locale.ROOT);
+            if (opt.equals("COPY")) {
+                copy = true;
+            } else if (opt.equals("REPLACE")) {
+                continue;
+            } else if (opt.equals("AUTH") && i + 1 < argc) {
+                password = new String(argv[++i], StandardCharsets.UTF_8);
+            } else if (opt.equals("KEYS") && argv[3].length == 0) {
+                for (i++; i < argc; i++) {
+                    keys.add(argv[i]);
+                }
+            } else {
+                w.error("ERR syntax error");
+                return;
+            }
+        }
+        if (keys.isEmpty()) {
+            w.simple("NOKEY");
+            return;
+        }
+        int slot = HashSlot.of(keys.get(0));
+        for (byte[] k : keys) {
+            if (HashSlot.of(k) != slot) {
+                w.error(CROSSSLOT);
+                return;
+            }
+        }
+        java.util.concurrent.locks.ReentrantReadWriteLock lock = cluster == null ? null : cluster.slotLock(slot);
+        final boolean keep = copy;
+        final String pw = password != null ? password : face.password();
+        c.block();
+        Thread.ofVirtual().name("rdmastore-migrate").start(() -> {
+            String result;
+            if (lock != null) {
+                lock.writeLock().lock();
+            }
+            try {
+                result = moveKeys(face, host, (int) port, (int) Math.max(timeout, 1000), pw, keys, keep);
+            } catch (RuntimeException e) {
+                result = "-IOERR error or timeout moving keys to " + host + ":" + port + ": " + e.getMessage();
+            } finally {
+                if (lock != null) {
+                    lock.writeLock().unlock();
+                }
+            }
+            String r = result;
+            c.resume(out -> {
+                if (r.startsWith("-")) {
+                    out.error(r.substring(1));
+                } else {
+                    out.simple(r);
+                }
+            });
+        });
+    }
+
+    /** Runs under the slot's exclusive lock. Returns OK, NOKEY, or an error text starting with "-". */
+    private static String moveKeys(RespFace face, String host, int port, int timeoutMillis, String password,
+                                   List<byte[]> keys, boolean copy) {
+        List<byte[]> present = new ArrayList<>();
+        java.io.ByteArrayOutputStream req = new java.io.ByteArrayOutputStream();
+        int replies = 0;
+        if (password != null) {
+            command(req, "AUTH".getBytes(StandardCharsets.US_ASCII), password.getBytes(StandardCharsets.UTF_8));
+            replies++;
+        }
+        for (byte[] k : keys) {
+            byte[] payload = RespDump.payload(face.store, k);
+            if (payload == null) {
+                continue;
+            }
+            long ttl = face.store.pttl(k);
+            present.add(k);
+            command(req, "ASKING".getBytes(StandardCharsets.US_ASCII));
+            command(req, "RESTORE".getBytes(StandardCharsets.US_ASCII), k,
+                Long.toString(Math.max(ttl, 0)).getBytes(StandardCharsets.US_ASCII), payload,
+                "REPLACE".getBytes(StandardCharsets.US_ASCII));
+            replies += 2;
+        }
+        if (present.isEmpty()) {
+            return "NOKEY";
+        }
+        try (java.net.Socket s = new java.net.Socket()) {
+            s.connect(new java.net.InetSocketAddress(host, port), timeoutMillis);
+            s.setSoTimeout(timeoutMillis);
+            s.setTcpNoDelay(true);
+            s.getOutputStream().write(req.toByteArray());
+            s.getOutputStream().flush();
+            java.io.BufferedInputStream in = new java.io.BufferedInputStream(s.getInputStream());
+            String firstError = null;
+            for (int i = 0; i < replies; i++) {
+                String line = readLine(in);
+                if (line.startsWith("-") && firstError == null) {
+                    firstError = line;
+                }
+            }
+            if (firstError != null) {
+                return "-ERR Target instance replied with error: " + firstError.substring(1);
+            }
+        } catch (java.io.IOException e) {
+            return "-IOERR error or timeout moving keys to " + host + ":" + port + ": " + e.getMessage();
+        }
+        if (!copy) {
+            face.store.delete(present.toArray(new byte[0][]));
+        }
+        return "OK";
+    }
+
+    private static void command(java.io.ByteArrayOutputStream out, byte[]... args) {
+        out.writeBytes(("*" + args.length + "\r\n").getBytes(StandardCharsets.US_ASCII));
+        for (byte[] a : args) {
+            out.writeBytes(("$" + a.length + "\r\n").getBytes(StandardCharsets.US_ASCII));
+            out.writeBytes(a);
+            out.writeBytes("\r\n".getBytes(StandardCharsets.US_ASCII));
+        }
+    }
+
+    /** One reply line of a simple, error or integer reply (what AUTH, ASKING and RESTORE answer). */
+    private static String readLine(java.io.InputStream in) throws java.io.IOException {
+        StringBuilder sb = new StringBuilder();
+        int b;
+        while ((b = in.read()) != '\n') {
+            if (b < 0) {
+                throw new java.io.EOFException("connection closed by the target");
+            }
+            if (b != '\r') {
+                sb.append((char) b);
+            }
+        }
+        return sb.toString();
+    }
+
     private static void help(RespWriter w) {
         String[] lines = {"INFO", "MYID", "MYSHARDID", "SLOTS", "SHARDS", "NODES", "KEYSLOT <key>",
-            "COUNTKEYSINSLOT <slot>", "GETKEYSINSLOT <slot> <count>", "HELP"};
+            "COUNTKEYSINSLOT <slot>", "GETKEYSINSLOT <slot> <count>",
+            "SETSLOT <slot> MIGRATING|IMPORTING <node-id> | STABLE", "HELP"};
         w.arrayHeader(lines.length + 1);
         w.simple("CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are (the map is set with "
             + "'rdmastore cluster create'):");

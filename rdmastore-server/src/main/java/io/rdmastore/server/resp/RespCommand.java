@@ -34,6 +34,7 @@ enum RespCommand {
     READONLY(1, "loading stale fast", 0, 0, 0, "cluster", "Enables read-only queries on a replica."),
     READWRITE(1, "loading stale fast", 0, 0, 0, "cluster", "Disables read-only queries on a replica."),
     CLUSTER(-2, "admin noscript loading stale", 0, 0, 0, "cluster", "A container for Redis Cluster commands."),
+    MIGRATE(-6, "write", 0, 0, 0, "keyspace", "Atomically moves keys to another node (cluster resharding)."),
     ASKING(1, "fast", 0, 0, 0, "cluster", "Signals that a cluster client is following an -ASK redirect."),
     SENTINEL(-2, "admin noscript loading stale", 0, 0, 0, "sentinel", "Sentinel's discovery calls for a replica set."),
     SET(-3, "write denyoom", 1, 1, 1, "string", "Sets the string value of a key, ignoring its type."),

@@ -134,6 +134,7 @@ final class RespCommands {
             }
             case CLUSTER -> RespCluster.cluster(face, c, w, argv, argc);
             case ASKING -> w.ok();
+            case MIGRATE -> RespCluster.migrate(face, c, w, argv, argc);
             case SENTINEL -> RespReplication.sentinel(face, w, argv, argc);
             case SET -> set(c, w, argv, argc);
             case GET -> get(c, w, argv[1]);
