@@ -1,5 +1,8 @@
 package io.rdmastore.cli;
 
+import io.rdmastore.client.RdmaStoreClient;
+import io.rdmastore.client.RdmaStoreClusterClient;
+import io.rdmastore.client.RdmaStoreException;
 import io.rdmastore.client.cluster.HashSlot;
 import io.rdmastore.client.cluster.SlotMap;
 import io.rdmastore.server.RdmaStoreServer;
@@ -30,8 +33,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@code rdmastore cluster reshard} over three one-node shards in this JVM while two JedisCluster clients increment
- * counters in the slots being moved: afterwards every key is on its new owner only, every preloaded value is intact,
+ * {@code rdmastore cluster reshard} over three one-node shards in this JVM while two JedisCluster clients and an
+ * {@link RdmaStoreClusterClient} increment counters in the slots being moved: afterwards every key is on its new owner only, every preloaded value is intact,
  * and every counter holds at least its acknowledged increments and at most those plus the ones whose outcome is
  * unknown (none is expected: ASK and TRYAGAIN are answered before anything is applied).
  */
@@ -83,6 +86,14 @@ class ClusterReshardTest {
                 counters.add("c:" + i);
             }
         }
+        List<String> nativeCounters = new ArrayList<>();
+        for (int i = 0; nativeCounters.size() < 20; i++) {
+            if (moving("nc:" + i)) {
+                nativeCounters.add("nc:" + i);
+            }
+        }
+        AtomicLongArray nativeAcked = new AtomicLongArray(nativeCounters.size());
+        AtomicLongArray nativeUnknown = new AtomicLongArray(nativeCounters.size());
         AtomicLongArray acked = new AtomicLongArray(counters.size());
         AtomicLongArray unknown = new AtomicLongArray(counters.size());
         AtomicLong retried = new AtomicLong();
@@ -90,7 +101,9 @@ class ClusterReshardTest {
         Set<String> failures = ConcurrentHashMap.newKeySet();
         HostAndPort seed = new HostAndPort("127.0.0.1", servers.get(1).port());
         DefaultJedisClientConfig cfg = DefaultJedisClientConfig.builder().timeoutMillis(10_000).build();
-        try (JedisCluster jc = new JedisCluster(Set.of(seed), cfg, 10, new ConnectionPoolConfig())) {
+        try (JedisCluster jc = new JedisCluster(Set.of(seed), cfg, 10, new ConnectionPoolConfig());
+             RdmaStoreClusterClient nc = RdmaStoreClusterClient.connect(RdmaStoreClient.builder()
+                 .seeds(addresses.get(0)).transport("tcp").timeout(Duration.ofSeconds(20)).build())) {
             for (String k : preloaded) {
                 jc.set(k, "v-" + k);
             }
@@ -116,6 +129,19 @@ class ClusterReshardTest {
                     }
                 }));
             }
+            writers.add(Thread.ofPlatform().name("native-writer").start(() -> {
+                int n = 0;
+                while (!stop.get()) {
+                    int i = n++ % nativeCounters.size();
+                    try {
+                        nc.incrBy(nativeCounters.get(i), 1);
+                        nativeAcked.incrementAndGet(i);
+                    } catch (RdmaStoreException e) {
+                        nativeUnknown.incrementAndGet(i);
+                        failures.add(e.toString());
+                    }
+                }
+            }));
             Thread.sleep(300);
             Run reshard = Run.of("cluster", "reshard", "-p", String.valueOf(servers.get(0).port()), "--from",
                 "shard-1", "--to", "shard-3", "--slots", "300", "--batch", "50");
@@ -149,7 +175,18 @@ class ClusterReshardTest {
                     + value + ", acknowledged " + acked.get(i) + ", unknown " + unknown.get(i) + "; " + failures);
             }
             assertTrue(total > 100, "the writers made progress during the reshard: " + total);
-            System.out.println("reshard under load: " + total + " acknowledged increments, " + retried.get()
+            long nativeTotal = 0;
+            for (int i = 0; i < nativeCounters.size(); i++) {
+                String v = jc.get(nativeCounters.get(i));
+                long value = v == null ? 0 : Long.parseLong(v);
+                nativeTotal += nativeAcked.get(i);
+                assertTrue(value >= nativeAcked.get(i) && value <= nativeAcked.get(i) + nativeUnknown.get(i),
+                    nativeCounters.get(i) + ": " + value + ", acknowledged " + nativeAcked.get(i));
+            }
+            assertTrue(nativeTotal > 50, "the native writer made progress: " + nativeTotal);
+            assertTrue(nc.redirects() >= 1, "the native client learned the new map from a MOVED");
+            System.out.println("reshard under load: " + total + " acknowledged increments (Jedis), " + nativeTotal
+                + " (native), " + retried.get()
                 + " TRYAGAIN, failures " + failures);
         }
         // every key on exactly one node: the owner of its slot by the new map

@@ -18,7 +18,8 @@ import java.util.function.Function;
  * A client of a sharded cluster (docs/cluster.md) that routes each command to the node serving its key's slot by
  * itself: it keeps the cluster's slot map (read from a seed at connect), one {@link RdmaStoreClient} per node it
  * talks to, and on a {@code MOVED} reply refreshes the map from the node that sent it and retries there. In steady
- * state no command pays a redirect.
+ * state no command pays a redirect. While a slot migrates, nodes answer its commands {@code TRYAGAIN} (nothing
+ * applied) and this client asks again with a short back-off, up to the call time-out.
  *
  * <p>{@code RdmaStoreClusterClient.connect(RdmaStoreClient.builder().seeds("h1:7000", "h2:7001").build())}
  *
@@ -90,10 +91,19 @@ public final class RdmaStoreClusterClient implements AutoCloseable {
      */
     public <T> T onKey(byte[] key, Function<RdmaStoreClient, T> op) {
         String address = nodeFor(key);
+        long deadline = System.nanoTime() + seed.timeout().toNanos();
+        long pauseMillis = 1;
         for (int attempt = 0; ; attempt++) {
             try {
                 return op.apply(node(address));
             } catch (RdmaStoreServerException e) {
+                if (e.code().equals("TRYAGAIN") && System.nanoTime() < deadline) {
+                    // the slot is being moved: nothing was applied; ask again shortly
+                    attempt--;
+                    sleep(pauseMillis);
+                    pauseMillis = Math.min(pauseMillis * 2, 50);
+                    continue;
+                }
                 if (!e.code().equals("MOVED") || attempt >= MAX_REDIRECTS) {
                     throw e;
                 }
@@ -210,6 +220,15 @@ public final class RdmaStoreClusterClient implements AutoCloseable {
             c.close();
         }
         nodes.clear();
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaStoreException("interrupted while a slot migrates");
+        }
     }
 
     private static byte[] utf8(String s) {

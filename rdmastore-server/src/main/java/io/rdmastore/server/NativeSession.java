@@ -562,6 +562,10 @@ final class NativeSession implements MessageHandler {
 
     private void routeSlot(int slot) {
         var cluster = server.cluster();
+        if (cluster.migrations() && cluster.migratingTo(slot) != null) {
+            // native clients have no ASKING: they wait until the slot's move ends (RdmaStoreClusterClient retries)
+            throw new StoreException("TRYAGAIN slot " + slot + " is migrating");
+        }
         boolean read = switch (currentOpcode) {
             case ProtocolDescriptor.GET, ProtocolDescriptor.EXISTS, ProtocolDescriptor.PTTL, ProtocolDescriptor.HGET,
                 ProtocolDescriptor.HGETALL, ProtocolDescriptor.MGET -> true;

@@ -322,4 +322,66 @@ class ClusterRespTest {
             assertEquals(2, c.slotMap().epoch());
         }
     }
+
+    @Test
+    void askDuringAMigrationAndMigrateMovesKeys() {
+        int src = owner(HashSlot.of("bar"));
+        assertEquals(0, src);
+        try (Jedis a = new Jedis("127.0.0.1", servers.get(0).port());
+             Jedis b = new Jedis("127.0.0.1", servers.get(1).port())) {
+            a.set("bar", "1");
+            a.set("{bar}x", "2");
+            JedisDataException notOwner = assertThrows(JedisDataException.class,
+                () -> b.sendCommand(redis.clients.jedis.Protocol.Command.CLUSTER, "SETSLOT", "5061", "MIGRATING",
+                    id(servers.get(0))));
+            assertTrue(notOwner.getMessage().contains("not the owner"), notOwner.getMessage());
+            assertEquals("OK", text(b.sendCommand(redis.clients.jedis.Protocol.Command.CLUSTER, "SETSLOT", "5061",
+                "IMPORTING", id(servers.get(0)))));
+            assertEquals("OK", a.clusterSetSlotMigrating(5061, ClusterNode.redisId(id(servers.get(1)))));
+
+            // existing keys are served by the source; a missing one is sent to the target with ASK
+            assertEquals("1", a.get("bar"));
+            redis.clients.jedis.exceptions.JedisAskDataException ask = assertThrows(
+                redis.clients.jedis.exceptions.JedisAskDataException.class, () -> a.get("{bar}missing"));
+            assertEquals(servers.get(1).port(), ask.getTargetNode().getPort());
+            assertEquals(5061, ask.getSlot());
+            // the target serves the slot only right after ASKING
+            assertThrows(JedisMovedDataException.class, () -> b.get("{bar}missing"));
+            assertEquals("OK", b.asking());
+            assertEquals("OK", b.set("{bar}missing", "new"));
+            assertThrows(JedisMovedDataException.class, () -> b.get("{bar}missing"));
+
+            // MIGRATE moves the existing keys; afterwards the source sends every key of the slot on with ASK
+            Object moved = a.sendCommand(redis.clients.jedis.Protocol.Command.MIGRATE, "127.0.0.1",
+                String.valueOf(servers.get(1).port()), "", "0", "5000", "REPLACE", "KEYS", "bar", "{bar}x");
+            assertEquals("OK", text(moved));
+            assertEquals(0, servers.get(0).store().exists(new byte[][] {"bar".getBytes(StandardCharsets.UTF_8)}));
+            assertEquals(1, servers.get(1).store().exists(new byte[][] {"bar".getBytes(StandardCharsets.UTF_8)}));
+            assertThrows(redis.clients.jedis.exceptions.JedisAskDataException.class, () -> a.get("bar"));
+            assertEquals("OK", b.asking());
+            assertEquals("1", b.get("bar"));
+            Object none = a.sendCommand(redis.clients.jedis.Protocol.Command.MIGRATE, "127.0.0.1",
+                String.valueOf(servers.get(1).port()), "bar", "0", "5000");
+            assertEquals("NOKEY", text(none));
+
+            // a map of a higher epoch giving the slot to the target ends both states
+            List<SlotMap.Shard> shards = new ArrayList<>();
+            shards.add(new SlotMap.Shard("s0", List.of(new SlotMap.Range(0, 5060), new SlotMap.Range(5062, 5460)),
+                List.of(node(0))));
+            shards.add(new SlotMap.Shard("s1", List.of(new SlotMap.Range(5061, 5061), new SlotMap.Range(5461, 10922)),
+                List.of(node(1))));
+            shards.add(new SlotMap.Shard("s2", List.of(new SlotMap.Range(10923, 16383)), List.of(node(2))));
+            install(new SlotMap(2, shards));
+            assertEquals("1", b.get("bar"));
+            assertEquals("new", b.get("{bar}missing"));
+            JedisMovedDataException after = assertThrows(JedisMovedDataException.class, () -> a.get("bar"));
+            assertEquals(servers.get(1).port(), after.getTargetNode().getPort());
+            assertNull(servers.get(0).cluster().migratingTo(5061));
+            assertNull(servers.get(1).cluster().importingFrom(5061));
+        }
+    }
+
+    private static String text(Object reply) {
+        return new String((byte[]) reply, StandardCharsets.UTF_8);
+    }
 }
