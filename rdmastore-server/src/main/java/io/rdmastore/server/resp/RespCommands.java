@@ -379,7 +379,7 @@ final class RespCommands {
         w.bulk("id");
         w.integer(c.id);
         w.bulk("mode");
-        w.bulk("standalone");
+        w.bulk(face.cluster() != null ? "cluster" : "standalone");
         w.bulk("role");
         w.bulk("master");
         w.bulk("modules");

@@ -384,4 +384,32 @@ class ClusterRespTest {
     private static String text(Object reply) {
         return new String((byte[]) reply, StandardCharsets.UTF_8);
     }
+
+    /** redis-cli in cluster mode (-c) follows MOVED to the owner; without -c it shows the redirect. */
+    @Test
+    void redisCliFollowsMoved() throws Exception {
+        java.nio.file.Path cli = java.nio.file.Path.of("/usr/bin/redis-cli");
+        if (!java.nio.file.Files.isExecutable(cli)) {
+            org.junit.jupiter.api.Assertions.fail(cli + " is missing: apt-get install redis-tools");
+        }
+        String port = String.valueOf(servers.get(0).port());
+        String set = redisCli(cli.toString(), "-c", "-p", port, "set", "foo", "from-redis-cli");
+        assertTrue(set.contains("OK"), set);
+        byte[] stored = servers.get(2).store().get("foo".getBytes(StandardCharsets.UTF_8));
+        assertEquals("from-redis-cli", stored == null ? null : new String(stored, StandardCharsets.UTF_8));
+        String get = redisCli(cli.toString(), "-c", "-p", port, "get", "foo");
+        assertTrue(get.contains("from-redis-cli"), get);
+        String plain = redisCli(cli.toString(), "-p", port, "get", "foo");
+        assertTrue(plain.contains("MOVED 12182 127.0.0.1:" + servers.get(2).port()), plain);
+    }
+
+    private static String redisCli(String... command) throws Exception {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        if (!p.waitFor(20, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError(String.join(" ", command) + " did not finish in 20 s");
+        }
+        return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
 }
