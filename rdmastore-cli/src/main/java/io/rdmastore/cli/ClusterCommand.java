@@ -338,8 +338,10 @@ final class ClusterCommand implements Runnable {
             }
             String pw = password != null ? password : System.getenv(ServerCommand.PASSWORD_ENV);
             pw = pw == null || pw.isEmpty() ? null : pw;
-            SlotMap.Node source = src.first();
-            SlotMap.Node target = dst.first();
+            SlotMap.Node source = primary(probe, src);
+            SlotMap.Node target = primary(probe, dst);
+            out.println("moving " + slots.size() + " slots from " + from + " (" + source.address() + ") to " + to + " ("
+                + target.address() + ")");
             long moved = 0;
             try (RespLink s = new RespLink(source.address(), pw, t); RespLink d = new RespLink(target.address(), pw, t)) {
                 for (int slot : slots) {
@@ -387,6 +389,27 @@ final class ClusterCommand implements Runnable {
             }
             out.println("moved " + moved + " keys in " + slots.size() + " slots");
             return next;
+        }
+
+        /** The member of {@code shard} that takes writes: its replica set's primary, or its only node. */
+        private static SlotMap.Node primary(ReplicaSetProbe probe, SlotMap.Shard shard) {
+            for (SlotMap.Node n : shard.nodes()) {
+                ReplicaSetProbe.Role role;
+                try {
+                    role = probe.role(n.address());
+                } catch (RdmaStoreException e) {
+                    continue;
+                }
+                if (role.code() == ReplicaSetProbe.STANDALONE || role.code() == ReplicaSetProbe.PRIMARY) {
+                    return n;
+                }
+                for (SlotMap.Node p : shard.nodes()) {
+                    if (p.address().equals(role.primaryAddress())) {
+                        return p;
+                    }
+                }
+            }
+            throw new UserException("shard " + shard.name() + " has no reachable primary");
         }
 
         private static String shardNames(SlotMap map) {

@@ -97,6 +97,31 @@ class ClusterCommandTest {
         // b came first this time: it owns the first third
         assertEquals(ba, a.cluster().map().owner(0).first().id());
 
+        // reshard into the replica-set shard: its primary imports, the map reaches its control plane
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; keys.size() < 30; i++) {
+            int slot = io.rdmastore.client.cluster.HashSlot.of("r:" + i);
+            if (slot >= 5451 && slot <= 5460) {
+                keys.add("r:" + i);
+            }
+        }
+        try (redis.clients.jedis.Jedis j = new redis.clients.jedis.Jedis("127.0.0.1", b.port())) {
+            for (String k : keys) {
+                assertEquals("OK", j.set(k, "v" + k));
+            }
+        }
+        Run reshard = Run.of("cluster", "reshard", "-p", String.valueOf(a.port()), "--from", "shard-1", "--to", "rs9",
+            "--slots", "10");
+        assertEquals(0, reshard.exitCode(), reshard::toString);
+        assertTrue(reshard.out().contains("moved 30 keys in 10 slots"), reshard::toString);
+        assertEquals(3, c.cluster().map().epoch());
+        assertEquals("rs9", a.cluster().map().owner(5455).name());
+        for (String k : keys) {
+            byte[] key = k.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            assertEquals(0, b.store().exists(new byte[][] {key}), k);
+            assertEquals("v" + k, new String(c.store().get(key), java.nio.charset.StandardCharsets.UTF_8), k);
+        }
+
         // a node that missed the newer map shows up as degraded
         a.close();
         Run degraded = Run.of("cluster", "status", "-p", String.valueOf(b.port()), "--timeout", "3s");

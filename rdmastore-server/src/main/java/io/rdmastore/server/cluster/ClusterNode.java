@@ -34,6 +34,9 @@ import java.util.function.Supplier;
  * id it was given in it, in {@code <dataDir>/cluster.map}, written whole and renamed into place. Either way the map
  * survives restarts and only moves to a higher epoch.
  *
+ * <p>Resharding state ({@link #setMigrating}, {@link #setImporting}, the per-slot locks) is this node's own, in
+ * memory: it lasts until a map of a higher epoch settles the slot, or a restart.
+ *
  * <p>Threads: thread-safe. {@link #redirect} and {@link #view()} are called on every key-taking command from I/O
  * threads; they read volatile fields and allocate only for a redirect. {@link #install} may be called from any thread;
  * installs are serialised.

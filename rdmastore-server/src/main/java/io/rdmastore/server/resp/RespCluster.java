@@ -279,6 +279,12 @@ final class RespCluster {
             w.simple("NOKEY");
             return;
         }
+        ReplicaSet rs = face.replicaSet();
+        if (rs != null && rs.role() != ReplicaSet.Role.PRIMARY) {
+            // the keys could not be deleted here after the target took them
+            w.error("READONLY You can't write against a read only replica.");
+            return;
+        }
         int slot = HashSlot.of(keys.get(0));
         for (byte[] k : keys) {
             if (HashSlot.of(k) != slot) {
