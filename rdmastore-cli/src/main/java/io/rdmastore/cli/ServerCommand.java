@@ -213,6 +213,14 @@ final class ServerCommand implements Callable<Integer> {
                 + (rs.keySet() ? "set" : "not set (loopback only)") + "; writes go to the elected primary, see"
                 + " 'rdmastore replica-set status --port " + server.port() + "'");
         }
+        if (server.cluster() != null) {
+            var v = server.cluster().view();
+            out.println("  cluster     " + (v.self() == null ? (server.replicaSet() != null ? "mode on; the slot map"
+                + " is read from the replica set's control plane" : "mode on, no slot map yet: 'rdmastore cluster"
+                + " create HOST:PORT ...' makes one") : "shard " + v.self().name() + " (" + v.self().slotCount() + " slots),"
+                + " map epoch " + v.map().epoch() + ", " + v.map().shards().size() + " shards; 'rdmastore cluster"
+                + " status --port " + server.port() + "'"));
+        }
         out.println("  stop with Ctrl-C or SIGTERM (graceful: log flushed)");
         out.flush();
     }

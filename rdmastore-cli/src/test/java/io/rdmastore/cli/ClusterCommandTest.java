@@ -128,4 +128,30 @@ class ClusterCommandTest {
         assertEquals(1, degraded.exitCode(), degraded::toString);
         assertTrue(degraded.out().contains("state: degraded: " + aa + " unreachable"), degraded::toString);
     }
+
+    @Test
+    void serverCommandTakesClusterAndSaysSo() throws Exception {
+        assertTrue(ServerCommand.toConfig(java.util.Map.of("cluster", "true", "data-dir", dir.toString())).cluster());
+        java.io.StringWriter out = new java.io.StringWriter();
+        picocli.CommandLine cl = Main.commandLine(new java.io.ByteArrayInputStream(new byte[0]), false);
+        cl.setOut(new java.io.PrintWriter(out, true));
+        cl.setErr(new java.io.PrintWriter(out, true));
+        Thread t = new Thread(() -> cl.execute("server", "--cluster", "--port", "0", "--transport", "tcp",
+            "--data-dir", dir.resolve("s").toString()), "server-cluster");
+        t.start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            String banner;
+            do {
+                Thread.sleep(20);
+                synchronized (out) {
+                    banner = out.toString();
+                }
+            } while (!banner.contains("stop with Ctrl-C") && t.isAlive() && System.nanoTime() < deadline);
+            assertTrue(banner.contains("cluster     mode on, no slot map yet: 'rdmastore cluster create"), banner);
+        } finally {
+            t.interrupt();
+            t.join(30_000);
+        }
+    }
 }
