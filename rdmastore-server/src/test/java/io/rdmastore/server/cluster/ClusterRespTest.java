@@ -147,8 +147,15 @@ class ClusterRespTest {
             }
             assertTrue(nodes.contains(" 0-5460"), nodes);
             assertTrue(nodes.contains(" 10923-16383"), nodes);
-            List<Object> slots = j.clusterSlots();
+            List<?> slots = (List<?>) j.sendCommand(redis.clients.jedis.Protocol.Command.CLUSTER, "SLOTS");
             assertEquals(3, slots.size());
+            List<?> first = (List<?>) slots.get(0);
+            assertEquals(0L, first.get(0));
+            assertEquals(5460L, first.get(1));
+            List<?> node = (List<?>) first.get(2);
+            assertEquals("127.0.0.1", text(node.get(0)));
+            assertEquals((long) servers.get(0).port(), node.get(1));
+            assertEquals(ClusterNode.redisId(id(servers.get(0))), text(node.get(2)));
             assertEquals(3, j.clusterShards().size());
         }
     }
