@@ -17,6 +17,7 @@ import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -58,6 +59,17 @@ public final class ClusterNode {
     private final Map<Integer, ReentrantReadWriteLock> slotLocks = new ConcurrentHashMap<>();
     /** Whether any slot migrates here: the only thing the routing hot path reads when none does. */
     private volatile boolean migrations;
+    /** Other shards' primaries as their members last said (shard name to member id); hints, not agreement. */
+    private final Map<String, String> primaryHints = new ConcurrentHashMap<>();
+    private volatile java.util.concurrent.ScheduledExecutorService watcher;
+
+    /**
+     * Asks the member at {@code host:port} which member of its replica set is primary (native ROLE); returns its id,
+     * or null when it knows none. Called on the watcher thread; may block up to a short time-out.
+     */
+    public interface PrimaryProbe {
+        String primaryId(String address) throws Exception;
+    }
     private volatile View view;
     /** The control-plane text the current view was parsed from (replica sets): a reference compare finds changes. */
     private volatile String viewText;
@@ -151,7 +163,7 @@ public final class ClusterNode {
             return "CLUSTERDOWN Hash slot not served";
         }
         if (owner != v.self()) {
-            return "MOVED " + slot + " " + owner.first().address();
+            return "MOVED " + slot + " " + leader(owner).address();
         }
         ReplicaSet rs = replicaSet.get();
         if (rs != null && rs.role() != ReplicaSet.Role.PRIMARY && (write || !replicaReads)) {
@@ -266,5 +278,84 @@ public final class ClusterNode {
         migrating.keySet().removeIf(slot -> v.map().owner(slot) != v.self());
         importing.keySet().removeIf(slot -> v.map().owner(slot) == v.self());
         migrations = !migrating.isEmpty() || !importing.isEmpty();
+    }
+
+    // ---- other shards' primaries ----
+
+    /**
+     * The member of {@code shard} to send clients to: for this node's own replica set the primary it knows, for other
+     * shards the primary their members last named (see {@link #watchPrimaries}), else the map's first member.
+     */
+    public SlotMap.Node leader(SlotMap.Shard shard) {
+        String id = null;
+        ReplicaSet rs = replicaSet.get();
+        if (rs != null && shard == view().self()) {
+            id = rs.primaryId();
+        } else if (shard.nodes().size() > 1) {
+            id = primaryHints.get(shard.name());
+        }
+        if (id != null) {
+            for (SlotMap.Node n : shard.nodes()) {
+                if (n.id().equals(id)) {
+                    return n;
+                }
+            }
+        }
+        return shard.first();
+    }
+
+    /**
+     * Every {@code periodMillis}, asks a member of each other shard of several members who its primary is, so MOVED
+     * replies and CLUSTER SLOTS/NODES name a shard's new primary soon after its failover (each shard's own control
+     * plane elected it; nothing is agreed here). Stopped by {@link #close()}.
+     */
+    public synchronized void watchPrimaries(PrimaryProbe probe, long periodMillis) {
+        if (watcher != null) {
+            return;
+        }
+        watcher = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "rdmastore-cluster-primaries");
+            t.setDaemon(true);
+            return t;
+        });
+        watcher.scheduleWithFixedDelay(() -> pollPrimaries(probe), 0, periodMillis,
+            java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
+    private void pollPrimaries(PrimaryProbe probe) {
+        View v = view();
+        for (SlotMap.Shard s : v.map().shards()) {
+            if (s == v.self() || s.nodes().size() < 2) {
+                continue;
+            }
+            // ask the hinted primary first: it answers for itself while it leads
+            List<SlotMap.Node> order = new java.util.ArrayList<>(s.nodes());
+            SlotMap.Node hinted = leader(s);
+            order.remove(hinted);
+            order.add(0, hinted);
+            for (SlotMap.Node n : order) {
+                try {
+                    String id = probe.primaryId(n.address());
+                    if (id != null && !id.isEmpty()) {
+                        String before = primaryHints.put(s.name(), id);
+                        if (!id.equals(before)) {
+                            LOG.info("cluster: shard {} primary is {}", s.name(), id);
+                        }
+                        break;
+                    }
+                } catch (Exception e) {
+                    LOG.debug("cluster: {} of shard {} did not say who its primary is: {}", n.id(), s.name(),
+                        e.toString());
+                }
+            }
+        }
+    }
+
+    /** Stops the primary watcher. */
+    public synchronized void close() {
+        if (watcher != null) {
+            watcher.shutdownNow();
+            watcher = null;
+        }
     }
 }

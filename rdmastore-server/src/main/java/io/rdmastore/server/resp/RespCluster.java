@@ -443,22 +443,12 @@ final class RespCluster {
         return ClusterNode.redisId("shard:" + s.name());
     }
 
-    /**
-     * A shard's members, primary first: for this node's own replica set the primary it knows; for other shards the
-     * map's order (its first member was the primary when the map was made).
-     */
+    /** A shard's members, primary first ({@link ClusterNode#leader}). */
     private static List<SlotMap.Node> ordered(RespFace face, ClusterNode.View v, SlotMap.Shard s) {
         List<SlotMap.Node> nodes = new ArrayList<>(s.nodes());
-        ReplicaSet rs = face.replicaSet();
-        if (s == v.self() && rs != null && rs.primaryId() != null) {
-            String primary = rs.primaryId();
-            for (int i = 0; i < nodes.size(); i++) {
-                if (nodes.get(i).id().equals(primary)) {
-                    nodes.add(0, nodes.remove(i));
-                    break;
-                }
-            }
-        }
+        SlotMap.Node leader = face.cluster().leader(s);
+        nodes.remove(leader);
+        nodes.add(0, leader);
         return nodes;
     }
 
