@@ -30,7 +30,8 @@ import picocli.CommandLine.Parameters;
     description = {"Sharded clusters: 16384 hash slots split between shards (a replica set, or one node each);"
         + " Redis cluster clients (JedisCluster, Lettuce, redis-cli -c) route by slot and follow MOVED.",
         "Start each node with 'rdmastore server --cluster ...' (and --replica-set ... for a shard of several members)."},
-    subcommands = {ClusterCommand.Create.class, ClusterCommand.Status.class, ClusterCommand.Reshard.class})
+    subcommands = {ClusterCommand.Create.class, ClusterCommand.Status.class, ClusterCommand.Reshard.class,
+        ClusterCommand.Rebalance.class})
 final class ClusterCommand implements Runnable {
     private static final long STRING_LIMIT = 16 << 20;
 
@@ -337,7 +338,17 @@ final class ClusterCommand implements Runnable {
                 throw new UserException("shard " + from + " has " + src.slotCount() + " slots; cannot move " + count);
             }
             String pw = password != null ? password : System.getenv(ServerCommand.PASSWORD_ENV);
-            pw = pw == null || pw.isEmpty() ? null : pw;
+            return move(probe, map, src, dst, slots, pw == null || pw.isEmpty() ? null : pw, batch, t, out);
+        }
+
+        /**
+         * Moves {@code slots} of {@code src} to {@code dst} with their keys (SETSLOT, GETKEYSINSLOT, MIGRATE on the
+         * shards' primaries), then installs the map of the next epoch, on the target first. Returns that map.
+         */
+        static SlotMap move(ReplicaSetProbe probe, SlotMap map, SlotMap.Shard src, SlotMap.Shard dst,
+                            List<Integer> slots, String pw, int batch, Duration t, PrintWriter out) {
+            String from = src.name();
+            String to = dst.name();
             SlotMap.Node source = primary(probe, src);
             SlotMap.Node target = primary(probe, dst);
             out.println("moving " + slots.size() + " slots from " + from + " (" + source.address() + ") to " + to + " ("
@@ -437,6 +448,81 @@ final class ClusterCommand implements Runnable {
                 out.add(new SlotMap.Range(start, prev));
             }
             return out;
+        }
+    }
+
+    @Command(name = "rebalance", versionProvider = Main.Version.class, sortOptions = false,
+        description = {"Evens out the slots between the shards (each gets 16384 / shards, +-1), moving them live as"
+            + " 'cluster reshard' does: from the shard with the most slots to the one with the fewest, until even."})
+    static final class Rebalance extends Common implements Callable<Integer> {
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+        @Option(names = {"-h", "--host"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
+            description = "A node's host (default ${DEFAULT-VALUE}).")
+        String host;
+        @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "7379",
+            description = "That node's port (default ${DEFAULT-VALUE}).")
+        int port;
+        @Option(names = "--help", usageHelp = true, description = "Shows this help and exits (-h is the host).")
+        boolean help;
+        @Option(names = "--batch", defaultValue = "100", paramLabel = "N", description = "Keys per MIGRATE"
+            + " (default ${DEFAULT-VALUE}).")
+        int batch;
+
+        @Override
+        public Integer call() {
+            Main.quietLogs();
+            PrintWriter out = spec.commandLine().getOut();
+            PrintWriter err = spec.commandLine().getErr();
+            Duration t = duration();
+            String pw = password != null ? password : System.getenv(ServerCommand.PASSWORD_ENV);
+            pw = pw == null || pw.isEmpty() ? null : pw;
+            try (ReplicaSetProbe probe = probe()) {
+                Self self = self(probe, host + ":" + port, t);
+                if (self.map().isEmpty()) {
+                    throw new UserException(host + ":" + port + " holds no slot map");
+                }
+                SlotMap map = SlotMap.parse(self.map());
+                int n = map.shards().size();
+                int moves = 0;
+                while (true) {
+                    SlotMap.Shard most = null;
+                    SlotMap.Shard fewest = null;
+                    for (SlotMap.Shard s : map.shards()) {
+                        if (most == null || s.slotCount() > most.slotCount()) {
+                            most = s;
+                        }
+                        if (fewest == null || s.slotCount() < fewest.slotCount()) {
+                            fewest = s;
+                        }
+                    }
+                    int even = HashSlot.SLOTS / n;
+                    int count = Math.min(most.slotCount() - even, even - fewest.slotCount());
+                    if (most.slotCount() - fewest.slotCount() <= 1 || count <= 0) {
+                        count = most.slotCount() - fewest.slotCount() > 1 ? 1 : 0;
+                    }
+                    if (count == 0) {
+                        break;
+                    }
+                    List<Integer> slots = new ArrayList<>();
+                    for (int s = HashSlot.SLOTS - 1; s >= 0 && slots.size() < count; s--) {
+                        if (map.owner(s) == most) {
+                            slots.add(s);
+                        }
+                    }
+                    map = Reshard.move(probe, map, most, fewest, slots, pw, batch, t, out);
+                    moves++;
+                }
+                out.println(moves == 0 ? "balanced already: map epoch " + map.epoch()
+                    : "rebalanced in " + moves + " moves: map epoch " + map.epoch());
+                out.flush();
+                return 0;
+            } catch (UserException | RdmaStoreException | IllegalArgumentException | RespLink.ErrorReply
+                     | java.io.UncheckedIOException e) {
+                err.println("rdmastore cluster rebalance: " + e.getMessage());
+                err.flush();
+                return 1;
+            }
         }
     }
 

@@ -122,6 +122,22 @@ class ClusterCommandTest {
             assertEquals("v" + k, new String(c.store().get(key), java.nio.charset.StandardCharsets.UTF_8), k);
         }
 
+        // rebalance evens the slots out again (rs9 has 10 more than its share, shard-1 10 fewer)
+        Run rebalance = Run.of("cluster", "rebalance", "-p", String.valueOf(b.port()));
+        assertEquals(0, rebalance.exitCode(), rebalance::toString);
+        assertTrue(rebalance.out().contains("rebalanced in 1 moves: map epoch 4"), rebalance::toString);
+        SlotMap balanced = b.cluster().map();
+        assertEquals(balanced, c.cluster().map());
+        for (SlotMap.Shard sh : balanced.shards()) {
+            assertTrue(Math.abs(sh.slotCount() - 16384 / 3) <= 1, sh.name() + " has " + sh.slotCount() + " slots");
+        }
+        Run again2 = Run.of("cluster", "rebalance", "-p", String.valueOf(b.port()));
+        assertTrue(again2.out().contains("balanced already: map epoch 4"), again2::toString);
+        for (String k : keys) {
+            assertEquals("v" + k, new String(c.store().get(k.getBytes(java.nio.charset.StandardCharsets.UTF_8)),
+                java.nio.charset.StandardCharsets.UTF_8), k);
+        }
+
         // a node that missed the newer map shows up as degraded
         a.close();
         Run degraded = Run.of("cluster", "status", "-p", String.valueOf(b.port()), "--timeout", "3s");
