@@ -17,7 +17,7 @@ import picocli.CommandLine.Option;
 @Command(name = "rdmastore", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "rdmastore: a data store whose network paths run over RDMA, shared memory (UCX) or TCP.",
     subcommands = {ServerCommand.class, CliCommand.class, DoctorCommand.class, CheckLogCommand.class,
-        DemoCommand.class, ReplicaSetCommand.class, BenchCommand.class, BlobFileCommand.Put.class,
+        DemoCommand.class, ReplicaSetCommand.class, ClusterCommand.class, BenchCommand.class, BlobFileCommand.Put.class,
         BlobFileCommand.Get.class, CommandLine.HelpCommand.class},
     footer = {"", "Run 'rdmastore <command> --help' for a command's options. Start with 'rdmastore demo', then"
         + " 'rdmastore replica-set demo'."})

@@ -125,6 +125,9 @@ final class ServerCommand implements Callable<Integer> {
     @Option(names = "--join", description = "A new member of a running set: wait until a member adds it with"
         + " 'rdmastore replica-set add' (--members then lists this member and the running ones).")
     boolean join;
+    @Option(names = "--cluster", description = "Cluster mode: serve the hash slots the cluster's map gives this"
+        + " node's shard and redirect clients for the others (MOVED); the map is made by 'rdmastore cluster create'.")
+    boolean cluster;
     @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "Properties file with the same keys;"
         + " command-line options win.")
     Path config;
@@ -134,7 +137,7 @@ final class ServerCommand implements Callable<Integer> {
         "tls-key", "ucx-tls", "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "blob-threshold", "max-blob-bytes",
         "max-document-bytes",
         "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp", "replica-set",
-        "node-id", "members", "replica-set-key", "raft-port", "election-timeout", "join");
+        "node-id", "members", "replica-set-key", "raft-port", "election-timeout", "join", "cluster");
 
     @Override
     public Integer call() throws IOException {
@@ -210,6 +213,14 @@ final class ServerCommand implements Callable<Integer> {
                 + (rs.keySet() ? "set" : "not set (loopback only)") + "; writes go to the elected primary, see"
                 + " 'rdmastore replica-set status --port " + server.port() + "'");
         }
+        if (server.cluster() != null) {
+            var v = server.cluster().view();
+            out.println("  cluster     " + (v.self() == null ? (server.replicaSet() != null ? "mode on; the slot map"
+                + " is read from the replica set's control plane" : "mode on, no slot map yet: 'rdmastore cluster"
+                + " create HOST:PORT ...' makes one") : "shard " + v.self().name() + " (" + v.self().slotCount() + " slots),"
+                + " map epoch " + v.map().epoch() + ", " + v.map().shards().size() + " shards; 'rdmastore cluster"
+                + " status --port " + server.port() + "'"));
+        }
         out.println("  stop with Ctrl-C or SIGTERM (graceful: log flushed)");
         out.flush();
     }
@@ -237,7 +248,8 @@ final class ServerCommand implements Callable<Integer> {
             {"max-pending-reply-bytes", maxPendingReplyBytes}, {"snapshot-log-bytes", snapshotLogBytes},
             {"handshake-timeout", handshakeTimeout}, {"resp", resp}, {"replica-set", replicaSetName},
             {"node-id", nodeId}, {"members", members}, {"replica-set-key", replicaSetKey}, {"raft-port", raftPort},
-            {"election-timeout", electionTimeout}, {"join", join ? "true" : null}};
+            {"election-timeout", electionTimeout}, {"join", join ? "true" : null},
+            {"cluster", cluster ? "true" : null}};
         for (String[] kv : cli) {
             if (kv[1] != null) {
                 s.put(kv[0], kv[1]);
@@ -299,6 +311,7 @@ final class ServerCommand implements Callable<Integer> {
                 case "snapshot-log-bytes" -> c.snapshotLogBytes(Values.size(k, v, 0, Long.MAX_VALUE));
                 case "handshake-timeout" -> c.handshakeTimeout(Values.duration(k, v));
                 case "resp" -> c.resp(Values.bool(k, v));
+                case "cluster" -> c.cluster(Values.bool(k, v));
                 case "replica-set", "node-id", "members", "replica-set-key", "raft-port", "join" -> {
                     // read by replicaSetConfig
                 }

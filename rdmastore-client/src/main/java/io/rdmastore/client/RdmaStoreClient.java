@@ -285,6 +285,17 @@ public final class RdmaStoreClient implements AutoCloseable {
         return core.operation(opcode, body, decoder, timeout, writeConcern);
     }
 
+    /** CLUSTER_MAP (get): the slot map text this server holds, "" before a map or outside cluster mode. */
+    String clusterMapText() {
+        return core.await(core.call(ProtocolDescriptor.CLUSTER_MAP, w -> w.u8(0), (st, r) -> {
+            r.u8("cluster");
+            r.string("selfId", 4096);
+            r.string("setName", 4096);
+            r.i64("epoch");
+            return r.string("map", 16 << 20);
+        }, timeout), timeout);
+    }
+
     private <T> T sync(CompletableFuture<T> f) {
         if (f instanceof ClientCore.Call<T> c) {
             return core.await(c, timeout);

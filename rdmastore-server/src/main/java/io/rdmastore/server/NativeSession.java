@@ -204,6 +204,7 @@ final class NativeSession implements MessageHandler {
     // ---- dispatch ----
 
     private void execute(int opcode, long id, WireReader r, WireWriter w) {
+        currentOpcode = opcode;
         switch (opcode) {
             case ProtocolDescriptor.PING -> {
                 if (r.hasRemaining()) {
@@ -223,11 +224,13 @@ final class NativeSession implements MessageHandler {
             case ProtocolDescriptor.SET -> set(r, w);
             case ProtocolDescriptor.DEL -> {
                 byte[][] keys = keys(r, "key", config.maxKeyBytes());
+                route(keys);
                 r.end();
                 w.i64(store.delete(keys));
             }
             case ProtocolDescriptor.EXISTS -> {
                 byte[][] keys = keys(r, "key", config.maxKeyBytes());
+                route(keys);
                 r.end();
                 w.i64(store.exists(keys));
             }
@@ -282,6 +285,7 @@ final class NativeSession implements MessageHandler {
             }
             case ProtocolDescriptor.MGET -> {
                 byte[][] keys = keys(r, "key", config.maxKeyBytes());
+                route(keys);
                 r.end();
                 List<byte[]> values = store.mget(keys);
                 w.i32(values.size());
@@ -291,6 +295,7 @@ final class NativeSession implements MessageHandler {
             }
             case ProtocolDescriptor.MSET -> {
                 List<byte[]> kv = pairs(r, "key", config.maxKeyBytes(), "value", config.maxValueBytes(), true);
+                routePairs(kv);
                 r.end();
                 store.mset(kv, false);
             }
@@ -393,6 +398,7 @@ final class NativeSession implements MessageHandler {
                 r.end();
                 replicaSetConfig(id, action, member, address);
             }
+            case ProtocolDescriptor.CLUSTER_MAP -> clusterMap(id, r, w);
             case ProtocolDescriptor.REPL_PREPARE, ProtocolDescriptor.REPL_FETCH, ProtocolDescriptor.REPL_SNAPSHOT,
                 ProtocolDescriptor.REPL_READ, ProtocolDescriptor.REPL_TERMS -> replication(opcode, id, r, w);
             default -> error(id, "ERR unknown opcode " + String.format("0x%02x", opcode)
@@ -525,7 +531,112 @@ final class NativeSession implements MessageHandler {
     }
 
     private byte[] key(WireReader r) {
-        return r.bytes("key", config.maxKeyBytes());
+        byte[] key = r.bytes("key", config.maxKeyBytes());
+        if (server.cluster() != null) {
+            routeSlot(io.rdmastore.client.cluster.HashSlot.of(key));
+        }
+        return key;
+    }
+
+    // ---- cluster ----
+
+    /** The opcode being executed, for the cluster's read/write decision. Transport thread only. */
+    private int currentOpcode;
+
+    /**
+     * Cluster mode: throws MOVED, CLUSTERDOWN or CROSSSLOT (as a coded store error, so the client sees Redis's text)
+     * unless this node serves the keys' slot. A native client picked its member itself, so a secondary serves reads.
+     */
+    private void route(byte[][] keys) {
+        if (server.cluster() == null || keys.length == 0) {
+            return;
+        }
+        int slot = io.rdmastore.client.cluster.HashSlot.of(keys[0]);
+        for (int i = 1; i < keys.length; i++) {
+            if (io.rdmastore.client.cluster.HashSlot.of(keys[i]) != slot) {
+                throw new StoreException("CROSSSLOT Keys in request don't hash to the same slot");
+            }
+        }
+        routeSlot(slot);
+    }
+
+    private void routeSlot(int slot) {
+        var cluster = server.cluster();
+        if (cluster.migrations() && cluster.migratingTo(slot) != null) {
+            // native clients have no ASKING: they wait until the slot's move ends (RdmaStoreClusterClient retries)
+            throw new StoreException("TRYAGAIN slot " + slot + " is migrating");
+        }
+        boolean read = switch (currentOpcode) {
+            case ProtocolDescriptor.GET, ProtocolDescriptor.EXISTS, ProtocolDescriptor.PTTL, ProtocolDescriptor.HGET,
+                ProtocolDescriptor.HGETALL, ProtocolDescriptor.MGET -> true;
+            default -> false;
+        };
+        String redirect = cluster.redirect(slot, !read, true);
+        if (redirect != null) {
+            throw new StoreException(redirect);
+        }
+    }
+
+    private void routePairs(List<byte[]> kv) {
+        if (server.cluster() == null) {
+            return;
+        }
+        byte[][] keys = new byte[kv.size() / 2][];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = kv.get(2 * i);
+        }
+        route(keys);
+    }
+
+    /**
+     * CLUSTER_MAP: action 0 replies (cluster mode:u8, node id, replica-set name, epoch:i64, map text); action 1 (node
+     * id, map text) installs a newer map and replies once it is durable (committed, for a replica set).
+     */
+    private void clusterMap(long id, WireReader r, WireWriter w) {
+        int action = r.u8("action");
+        var cluster = server.cluster();
+        if (action == 0) {
+            r.end();
+            var rs = server.replicaSet();
+            if (cluster == null) {
+                w.u8(0).string("").string(rs == null ? "" : rs.setName()).i64(0).string("");
+                return;
+            }
+            var v = cluster.view();
+            w.u8(1).string(v.selfId() == null ? "" : v.selfId()).string(rs == null ? "" : rs.setName())
+                .i64(v.map().epoch()).string(v.map().shards().isEmpty() ? "" : v.map().encode());
+            return;
+        }
+        if (action != 1) {
+            throw new ProtocolException("unknown action " + action + " (0 get, 1 set)");
+        }
+        String self = r.string("node id", 256);
+        String text = r.string("slot map", 16 << 20);
+        r.end();
+        if (cluster == null) {
+            error(id, "ERR this server does not run in cluster mode (start it with --cluster)");
+            return;
+        }
+        io.rdmastore.client.cluster.SlotMap map;
+        try {
+            map = io.rdmastore.client.cluster.SlotMap.parse(text);
+        } catch (IllegalArgumentException e) {
+            error(id, "ERR bad slot map: " + e.getMessage());
+            return;
+        }
+        Object placeholder = deferReply();
+        cluster.install(map, self).whenComplete((v, err) -> {
+            WireWriter out = new WireWriter(256);
+            if (err == null) {
+                out.header(ProtocolDescriptor.STATUS_OK, id);
+            } else {
+                Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                    ? err.getCause() : err;
+                out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR slot map refused: "
+                    + cause.getMessage());
+            }
+            completeDeferred(placeholder, out.toByteArray());
+        });
     }
 
     private static int flags(WireReader r, int known) {

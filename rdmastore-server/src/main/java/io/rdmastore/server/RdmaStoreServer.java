@@ -76,6 +76,10 @@ public final class RdmaStoreServer implements AutoCloseable {
     private Listener listener;
     private RespFace resp;
     private ReplicaSet replicaSet;
+    private io.rdmastore.server.cluster.ClusterNode cluster;
+    /** Channels to other shards' members, for their ROLE; used by the cluster's primary watcher thread only. */
+    private final Map<String, io.rdmastore.client.PeerChannel> clusterPeers = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final long CLUSTER_PRIMARY_POLL_MILLIS = 500;
     /** The password clients present in HELLO (UTF-8), null for none; CONFIG SET requirepass replaces it. */
     private volatile byte[] password;
     private volatile int port;
@@ -139,12 +143,16 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (config.tlsCertificate() != null) {
             tcpCtx.tlsServer(config.tlsCertificate(), config.tlsKey());
         }
+        if (config.cluster()) {
+            cluster = new io.rdmastore.server.cluster.ClusterNode(dir, () -> replicaSet);
+        }
         if (config.resp()) {
             resp = new RespFace(store, new RespFace.Context()
                 .password(config.password())
                 .version(VERSION)
                 .serverInfo(this::respInfo)
                 .replicaSet(() -> replicaSet)
+                .cluster(() -> cluster)
                 .nativeClients(this::nativeClients)
                 .clientIds(clientIds::incrementAndGet)
                 .admission(this::admission)
@@ -182,6 +190,9 @@ public final class RdmaStoreServer implements AutoCloseable {
             } catch (java.io.IOException e) {
                 throw new IllegalStateException("cannot start the replica set member: " + e.getMessage(), e);
             }
+        }
+        if (cluster != null) {
+            cluster.watchPrimaries(this::clusterPrimaryOf, CLUSTER_PRIMARY_POLL_MILLIS);
         }
         // A pipeline member lends what it receives to the next: over a channel like a client's, with this password.
         String peerTransport = config.replicaSet() != null ? config.replicaSet().peerTransport()
@@ -350,6 +361,31 @@ public final class RdmaStoreServer implements AutoCloseable {
     /** This server's replica-set membership, or null when it runs standalone. */
     public ReplicaSet replicaSet() {
         return replicaSet;
+    }
+
+    /** The primary id the member at {@code address} names (native ROLE over tcp), or null. Cluster watcher thread. */
+    private String clusterPrimaryOf(String address) {
+        io.rdmastore.client.PeerChannel ch = clusterPeers.computeIfAbsent(address, a -> {
+            int colon = a.lastIndexOf(':');
+            byte[] pw = password;
+            return io.rdmastore.client.PeerChannel.open(new io.rdmastore.client.ClientConfig(a.substring(0, colon),
+                Integer.parseInt(a.substring(colon + 1)), "tcp", pw == null ? null : new String(pw,
+                StandardCharsets.UTF_8), java.time.Duration.ofSeconds(1)));
+        });
+        java.time.Duration t = java.time.Duration.ofSeconds(1);
+        return ch.await(ch.call(ProtocolDescriptor.ROLE, w -> { }, (st, r) -> {
+            int role = r.u8("role");
+            r.i64("term");
+            r.string("setName", 1 << 16);
+            String self = r.string("selfId", 1 << 16);
+            String primary = r.string("primaryId", 1 << 16);
+            return role == ProtocolDescriptor.ROLE_PRIMARY ? self : primary.isEmpty() ? null : primary;
+        }, t), t);
+    }
+
+    /** This server's part in a sharded cluster, or null when it does not run in cluster mode. */
+    public io.rdmastore.server.cluster.ClusterNode cluster() {
+        return cluster;
     }
 
     public Store store() {
@@ -549,6 +585,14 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (listener != null) {
             quietly("listener", listener::close);
         }
+        if (cluster != null) {
+            quietly("cluster", () -> {
+                cluster.close();
+                for (io.rdmastore.client.PeerChannel ch : clusterPeers.values()) {
+                    ch.close();
+                }
+            });
+        }
         if (replicaSet != null) {
             quietly("replica set", replicaSet::close);
         }
@@ -609,7 +653,7 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("rdmastore: " + e.getMessage());
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
-                + " [--ucx-idle backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing]"
+                + " [--ucx-idle backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing] [--cluster]"
                 + " [--replica-set NAME --node-id ID --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N]"
                 + " [--join]]");
             System.exit(2);
@@ -647,6 +691,10 @@ public final class RdmaStoreServer implements AutoCloseable {
             }
             if (a.equals("--timing")) {
                 c.timing(true);
+                continue;
+            }
+            if (a.equals("--cluster")) {
+                c.cluster(true);
                 continue;
             }
             if (a.equals("--join")) {

@@ -37,6 +37,7 @@ public final class ServerConfig {
     private boolean resp = true;
     private boolean timing;
     private io.rdmastore.server.replication.ReplicaSetConfig replicaSet;
+    private boolean cluster;
     private long oplogWindowBytes = -1;
     private io.rdmastore.store.blob.BlobConfig blobConfig = new io.rdmastore.store.blob.BlobConfig();
     private Duration blobLeaseTimeout = Duration.ofSeconds(60);
@@ -200,6 +201,19 @@ public final class ServerConfig {
         return this;
     }
 
+    /**
+     * Cluster mode (docs/cluster.md): the server serves the hash slots the cluster's slot map gives its shard and
+     * redirects clients for the others ({@code MOVED}). Default false.
+     */
+    public ServerConfig cluster(boolean value) {
+        cluster = value;
+        return this;
+    }
+
+    public boolean cluster() {
+        return cluster;
+    }
+
     /** Makes this server a member of a replica set (docs/replication.md); null (the default) runs it standalone. */
     public ServerConfig replicaSet(io.rdmastore.server.replication.ReplicaSetConfig value) {
         replicaSet = value;
@@ -351,7 +365,7 @@ public final class ServerConfig {
     public String toString() {
         return "bind=" + bind + " port=" + port + " dataDir=" + dataDir + " fsync=" + fsync + " transport=" + transport
             + " password=" + (password != null ? "set" : "none") + " tls=" + (tlsCertificate != null ? "on" : "off")
-            + " maxConnections=" + maxConnections + (timing ? " timing=on" : "") + (replicaSet != null ? " " + replicaSet
+            + " maxConnections=" + maxConnections + (timing ? " timing=on" : "") + (cluster ? " cluster=on" : "") + (replicaSet != null ? " " + replicaSet
                 : "");
     }
 }

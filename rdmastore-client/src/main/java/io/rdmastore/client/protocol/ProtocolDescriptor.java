@@ -76,7 +76,12 @@ public final class ProtocolDescriptor {
     public static final byte BLOB_STAGE_PROGRESS = 36;
     /** Between members: a blob version's length, CRC and token, and (asked) a lease of it for one-sided reads. */
     public static final byte REPL_BLOB_LEND = 37;
-    /** One more than the highest opcode. */
+    /**
+     * Cluster administration (docs/cluster.md): action 0 asks for this node's slot map, action 1 installs a newer
+     * one. Numbered apart from the range above, so it is named in {@link #opcodeName} by itself.
+     */
+    public static final byte CLUSTER_MAP = 40;
+    /** One more than the highest opcode of the contiguous range (CLUSTER_MAP is apart). */
     public static final int OPCODE_LIMIT = 38;
 
     // ---- reply statuses ----
@@ -128,6 +133,9 @@ public final class ProtocolDescriptor {
     /** The opcode's name, or {@code "0x.."} for an unknown one. */
     public static String opcodeName(int opcode) {
         int op = opcode & 0xFF;
+        if (op == CLUSTER_MAP) {
+            return "CLUSTER_MAP";
+        }
         return op > 0 && op < OPCODE_LIMIT ? NAMES[op] : String.format("0x%02x", op);
     }
 }

@@ -378,6 +378,22 @@ public final class ControlPlane implements AutoCloseable {
         return submitLocal(ControlStateMachine.announcePrimary(new Primary(id, term)));
     }
 
+    /** The cluster's slot map text as applied on this member (docs/cluster.md), or null when none was set. */
+    public String slotMap() {
+        return stateMachine.state().slotMap();
+    }
+
+    /**
+     * Records the cluster's slot map {@code text} at {@code epoch}. Any member may call it; the record goes to the
+     * leader. Completes once committed; fails with {@link IllegalStateException} when a higher epoch (or another map
+     * of the same epoch) is held already, and after {@link ControlConfig#adminTimeout()} without a leader.
+     */
+    public CompletableFuture<Void> setSlotMap(long epoch, String text) {
+        Objects.requireNonNull(text, "text");
+        return adminTask(client -> retry(System.nanoTime() + config.adminTimeout().toNanos(), "slot map " + epoch,
+            () -> client.io().send(Message.valueOf(ControlStateMachine.setSlotMap(epoch, text)))));
+    }
+
     /**
      * Adds a member: a Ratis configuration change (the leader first catches the new member up, so it must be running,
      * started by {@link #join}) and then a record of its ports in the member list. Any member may call it; the request

@@ -37,13 +37,19 @@ final class ControlStateMachine extends BaseStateMachine {
     static final byte ANNOUNCE_PRIMARY = 4;
     /** Changes nothing; a member with wiped storage writes one to make the leader resend the log (see ControlPlane). */
     static final byte NOOP = 5;
+    /** The sharded cluster's slot map (docs/cluster.md): kept when its epoch is higher than the one held. */
+    static final byte SET_SLOT_MAP = 6;
 
     /** The reply of an applied record; anything else is the reason it was refused. */
     static final ByteString OK = ByteString.EMPTY;
 
     /** Applied state: an immutable pair swapped whole. */
-    record State(List<Member> members, Primary primary) {
-        static final State EMPTY = new State(List.of(), null);
+    record State(List<Member> members, Primary primary, long slotMapEpoch, String slotMap) {
+        static final State EMPTY = new State(List.of(), null, -1, null);
+
+        State with(List<Member> newMembers, Primary newPrimary) {
+            return new State(newMembers, newPrimary, slotMapEpoch, slotMap);
+        }
     }
 
     private volatile State state = State.EMPTY;
@@ -90,7 +96,7 @@ final class ControlStateMachine extends BaseStateMachine {
                     members.add(readMember(in));
                 }
                 if (current.members().isEmpty()) {
-                    state = new State(List.copyOf(members), current.primary());
+                    state = current.with(List.copyOf(members), current.primary());
                 }
                 return OK;
             }
@@ -109,14 +115,14 @@ final class ControlStateMachine extends BaseStateMachine {
                 if (!replaced) {
                     members.add(member);
                 }
-                state = new State(List.copyOf(members), current.primary());
+                state = current.with(List.copyOf(members), current.primary());
                 return OK;
             }
             case REMOVE_MEMBER -> {
                 final String id = in.readUTF();
                 final List<Member> members = new ArrayList<>(current.members());
                 members.removeIf(m -> m.id().equals(id));
-                state = new State(List.copyOf(members), current.primary());
+                state = current.with(List.copyOf(members), current.primary());
                 return OK;
             }
             case ANNOUNCE_PRIMARY -> {
@@ -127,10 +133,23 @@ final class ControlStateMachine extends BaseStateMachine {
                     || primary.term() == last.term() && !primary.id().equals(last.id()))) {
                     return refuse("primary " + primary + " refused: " + last + " was announced already");
                 }
-                state = new State(current.members(), primary);
+                state = current.with(current.members(), primary);
                 return OK;
             }
             case NOOP -> {
+                return OK;
+            }
+            case SET_SLOT_MAP -> {
+                final long epoch = in.readLong();
+                final byte[] text = new byte[in.readInt()];
+                in.readFully(text);
+                final String map = new String(text, StandardCharsets.UTF_8);
+                // Epochs only move forward; the same epoch again is harmless only with the same map.
+                if (epoch < current.slotMapEpoch() || epoch == current.slotMapEpoch() && !map.equals(current.slotMap())) {
+                    return refuse("slot map of epoch " + epoch + " refused: epoch " + current.slotMapEpoch()
+                        + " is held already");
+                }
+                state = new State(current.members(), current.primary(), epoch, map);
                 return OK;
             }
             default -> {
@@ -189,6 +208,15 @@ final class ControlStateMachine extends BaseStateMachine {
         return encode(ANNOUNCE_PRIMARY, out -> {
             out.writeUTF(primary.id());
             out.writeLong(primary.term());
+        });
+    }
+
+    static ByteString setSlotMap(long epoch, String map) {
+        return encode(SET_SLOT_MAP, out -> {
+            final byte[] text = map.getBytes(StandardCharsets.UTF_8);
+            out.writeLong(epoch);
+            out.writeInt(text.length);
+            out.write(text);
         });
     }
 

@@ -1409,6 +1409,11 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
         return leaderId;
     }
 
+    /** This member's control plane (null before {@link #start()}); the cluster keeps its slot map there. */
+    public ControlPlane controlPlane() {
+        return controlPlane;
+    }
+
     /** The primary's client address ("host:port"), or "" when unknown. */
     public String primaryAddress() {
         String id = primaryId();

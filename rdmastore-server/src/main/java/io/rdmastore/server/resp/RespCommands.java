@@ -89,6 +89,10 @@ final class RespCommands {
             return;
         }
         c.current = cmd;
+        var cluster = face.cluster();
+        if (cluster != null && cmd.firstKey > 0 && !RespCluster.route(cluster, c, w, cmd, argv, argc)) {
+            return;
+        }
         switch (cmd) {
             case PING -> {
                 if (argc > 2) {
@@ -158,7 +162,13 @@ final class RespCommands {
             case LASTSAVE -> w.integer(store.lastSnapshotEpochMillis() / 1000);
             case ROLE -> RespReplication.role(face, w);
             case WAIT -> RespReplication.await(face, c, w, argv);
-            case READONLY, READWRITE -> w.ok();
+            case READONLY, READWRITE -> {
+                c.replicaReads = cmd == RespCommand.READONLY;
+                w.ok();
+            }
+            case CLUSTER -> RespCluster.cluster(face, c, w, argv, argc);
+            case ASKING -> w.ok();
+            case MIGRATE -> RespCluster.migrate(face, c, w, argv, argc);
             case SENTINEL -> RespReplication.sentinel(face, w, argv, argc);
             case SET -> set(c, w, argv, argc);
             case GET -> get(c, w, argv[1]);
@@ -408,7 +418,7 @@ final class RespCommands {
         w.bulk("id");
         w.integer(c.id);
         w.bulk("mode");
-        w.bulk("standalone");
+        w.bulk(face.cluster() != null ? "cluster" : "standalone");
         w.bulk("role");
         w.bulk("master");
         w.bulk("modules");

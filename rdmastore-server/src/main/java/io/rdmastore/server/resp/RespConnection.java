@@ -90,6 +90,13 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     boolean skipNext;
     boolean replyTurnedOn;
 
+    /** READONLY was sent: in cluster mode a secondary of the slot's shard serves this client's reads. */
+    boolean replicaReads;
+    /** ASKING was the previous command: the next one may use a slot being imported here. Event loop only. */
+    boolean asking;
+    /** The shared lock of a migrating slot the current command holds; released when it returns. Event loop only. */
+    java.util.concurrent.locks.Lock slotLock;
+
     /** The command being run, set once its arity and authentication passed; null for a rejected one. */
     RespCommand current;
 
@@ -410,6 +417,10 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         });
     }
 
+    RespFace face() {
+        return face;
+    }
+
     boolean isClosing() {
         return closing;
     }
@@ -613,6 +624,11 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             LOG.warn("RESP client {} at {}: command {} failed", id, remote, lastCommand, e);
             out().error("ERR internal error: " + e);
         }
+        if (slotLock != null) {
+            slotLock.unlock();
+            slotLock = null;
+        }
+        asking = current == RespCommand.ASKING;
         RespCommand cmd = current;
         if (cmd != null) {
             int i = cmd.ordinal();

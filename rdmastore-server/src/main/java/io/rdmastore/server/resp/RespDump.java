@@ -42,6 +42,41 @@ final class RespDump {
     private RespDump() {
     }
 
+    /**
+     * The DUMP payload of {@code key} as DUMP writes it (MIGRATE moves keys with it), or null when the key does not
+     * exist. A type DUMP cannot write is refused, so a migration never drops a key silently.
+     *
+     * @throws IllegalStateException for a value of a type without a payload here
+     */
+    static byte[] payload(io.rdmastore.store.Store store, byte[] key) {
+        io.rdmastore.store.ValueType type = store.type(key);
+        if (type == io.rdmastore.store.ValueType.STRING) {
+            byte[] v = store.get(key);
+            return v == null ? null : dumpString(v);
+        } else if (type == io.rdmastore.store.ValueType.HASH) {
+            List<byte[]> all = store.hgetAll(key);
+            return all.isEmpty() ? null : dumpHash(all);
+        } else if (type == io.rdmastore.store.ValueType.SET) {
+            List<byte[]> all = store.sets().members(key);
+            return all.isEmpty() ? null : dumpItems(TYPE_SET, all);
+        } else if (type == io.rdmastore.store.ValueType.LIST) {
+            List<byte[]> all = store.lists().range(key, 0, -1);
+            return all.isEmpty() ? null : dumpItems(TYPE_LIST, all);
+        } else if (type == io.rdmastore.store.ValueType.ZSET) {
+            List<io.rdmastore.store.SortedSets.Scored> all = store.sortedSets().all(key);
+            List<byte[]> members = new java.util.ArrayList<>(all.size());
+            double[] scores = new double[all.size()];
+            for (int i = 0; i < scores.length; i++) {
+                members.add(all.get(i).member());
+                scores[i] = all.get(i).score();
+            }
+            return all.isEmpty() ? null : dumpZset(members, scores);
+        } else if (type == io.rdmastore.store.ValueType.NONE) {
+            return null;
+        }
+        throw new IllegalStateException("a key of type " + type + " cannot be dumped or migrated yet");
+    }
+
     static long crc64(byte[] b, int off, int len) {
         long crc = 0;
         for (int i = off; i < off + len; i++) {

@@ -62,6 +62,8 @@ public final class RespFace {
         /** The server's replica-set membership (null: standalone), for ROLE, WAIT, SENTINEL and INFO replication. */
         private Supplier<io.rdmastore.server.replication.ReplicaSet> replicaSet = () -> null;
         private ConfigHooks config;
+        /** The server's cluster mode (null: off), for slot routing, CLUSTER and INFO cluster. */
+        private Supplier<io.rdmastore.server.cluster.ClusterNode> cluster = () -> null;
         private Supplier<? extends Collection<NativeClient>> nativeClients = List::of;
         private LongSupplier clientIds;
         private int port;
@@ -115,6 +117,12 @@ public final class RespFace {
          */
         public Context replicaSet(Supplier<io.rdmastore.server.replication.ReplicaSet> value) {
             replicaSet = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /** The server's part in a sharded cluster (a supplier of null: not in cluster mode). Default off. */
+        public Context cluster(Supplier<io.rdmastore.server.cluster.ClusterNode> value) {
+            cluster = Objects.requireNonNull(value);
             return this;
         }
 
@@ -390,7 +398,15 @@ public final class RespFace {
 
     Map<String, Map<String, String>> extraInfo() {
         try {
-            return ctx.serverInfo.get();
+            Map<String, Map<String, String>> out = new LinkedHashMap<>(RespCluster.info(cluster()));
+            for (Map.Entry<String, Map<String, String>> e : ctx.serverInfo.get().entrySet()) {
+                out.merge(e.getKey(), e.getValue(), (a, b) -> {
+                    Map<String, String> m = new LinkedHashMap<>(a);
+                    m.putAll(b);
+                    return m;
+                });
+            }
+            return out;
         } catch (RuntimeException e) {
             LOG.warn("server info hook failed", e);
             return Map.of();
@@ -447,6 +463,11 @@ public final class RespFace {
     }
 
     /** Sets one setting; null on success, else the error text without "ERR ". */
+    /** This server's part in a sharded cluster, or null when not in cluster mode. */
+    io.rdmastore.server.cluster.ClusterNode cluster() {
+        return ctx.cluster.get();
+    }
+
     /** This server's replica-set membership, or null when it runs standalone. */
     io.rdmastore.server.replication.ReplicaSet replicaSet() {
         return ctx.replicaSet.get();

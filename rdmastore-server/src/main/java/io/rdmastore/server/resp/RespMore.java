@@ -762,30 +762,11 @@ final class RespMore {
     }
 
     private void dump(RespWriter w, byte[] key) {
-        ValueType type = store.type(key);
-        if (type == ValueType.STRING) {
-            byte[] v = store.get(key);
-            w.bulk(v == null ? null : RespDump.dumpString(v));
-        } else if (type == ValueType.HASH) {
-            List<byte[]> all = store.hgetAll(key);
-            w.bulk(all.isEmpty() ? null : RespDump.dumpHash(all));
-        } else if (type == ValueType.SET) {
-            List<byte[]> all = store.sets().members(key);
-            w.bulk(all.isEmpty() ? null : RespDump.dumpItems(RespDump.TYPE_SET, all));
-        } else if (type == ValueType.LIST) {
-            List<byte[]> all = store.lists().range(key, 0, -1);
-            w.bulk(all.isEmpty() ? null : RespDump.dumpItems(RespDump.TYPE_LIST, all));
-        } else if (type == ValueType.ZSET) {
-            List<SortedSets.Scored> all = store.sortedSets().all(key);
-            List<byte[]> members = new ArrayList<>(all.size());
-            double[] scores = new double[all.size()];
-            for (int i = 0; i < scores.length; i++) {
-                members.add(all.get(i).member());
-                scores[i] = all.get(i).score();
-            }
-            w.bulk(all.isEmpty() ? null : RespDump.dumpZset(members, scores));
-        } else {
+        byte[] payload = RespDump.payload(store, key);
+        if (payload == null) {
             w.nullBulk();
+        } else {
+            w.bulk(payload);
         }
     }
 

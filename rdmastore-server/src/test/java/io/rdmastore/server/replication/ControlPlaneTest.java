@@ -210,6 +210,31 @@ class ControlPlaneTest {
     }
 
     @Test
+    void slotMapSetThroughAFollowerReachesAllMembersMovesOnlyForwardAndSurvivesARestart() throws Exception {
+        final String leader = awaitAgreedLeader(planes.values());
+        final String follower = members.stream().map(Member::id).filter(id -> !id.equals(leader)).findFirst()
+            .orElseThrow();
+        final ControlPlane f = planes.get(follower);
+        assertEquals(null, f.slotMap());
+        f.setSlotMap(2, "epoch 2\nshard a 0-16383 n1=h:1\n").get(20, TimeUnit.SECONDS);
+        awaitTrue(() -> planes.values().stream().allMatch(p -> "epoch 2\nshard a 0-16383 n1=h:1\n".equals(p.slotMap())),
+            "slot map on all members");
+        // the same map again is harmless; an older epoch, or another map of the same epoch, is refused
+        f.setSlotMap(2, "epoch 2\nshard a 0-16383 n1=h:1\n").get(20, TimeUnit.SECONDS);
+        final ExecutionException older = assertThrows(ExecutionException.class,
+            () -> planes.get(leader).setSlotMap(1, "epoch 1\n").get(20, TimeUnit.SECONDS));
+        assertInstanceOf(IllegalStateException.class, older.getCause(), older.toString());
+        assertThrows(ExecutionException.class, () -> f.setSlotMap(2, "epoch 2\n").get(20, TimeUnit.SECONDS));
+        planes.get(leader).setSlotMap(3, "epoch 3\n").get(20, TimeUnit.SECONDS);
+        awaitTrue(() -> planes.values().stream().allMatch(p -> "epoch 3\n".equals(p.slotMap())), "epoch 3 on all");
+
+        // a member restarted on its storage replays the record
+        planes.remove(follower).close();
+        start(follower);
+        awaitTrue(() -> "epoch 3\n".equals(planes.get(follower).slotMap()), "slot map after a restart");
+    }
+
+    @Test
     void addsAFourthMemberAndRemovesIt() throws Exception {
         final String leader = awaitAgreedLeader(planes.values());
         awaitTrue(() -> planes.values().stream().allMatch(p -> sorted(p.members()).equals(sorted(members))),
