@@ -312,7 +312,7 @@ final class ServerCommand implements Callable<Integer> {
                 case "handshake-timeout" -> c.handshakeTimeout(Values.duration(k, v));
                 case "resp" -> c.resp(Values.bool(k, v));
                 case "cluster" -> c.cluster(Values.bool(k, v));
-                case "replica-set", "node-id", "members", "replica-set-key", "raft-port", "join" -> {
+                case "replica-set", "node-id", "members", "replica-set-key", "raft-port", "election-timeout", "join" -> {
                     // read by replicaSetConfig
                 }
                 case "tls-cert" -> c.tls(Path.of(v), c.tlsKey());

@@ -100,7 +100,8 @@ class ReplicaSetStatusTest {
             + ports.get(2);
         for (int i = 0; i < 3; i++) {
             server("server", "--replica-set", "rs0", "--node-id", "n" + (i + 1), "--members", members, "--transport",
-                "tcp", "--fsync", "no", "--data-dir", dir.resolve("n" + (i + 1)).toString());
+                "tcp", "--fsync", "no", "--election-timeout", "300ms", "--data-dir", dir.resolve("n" + (i + 1))
+                    .toString());
         }
         for (int i = 0; i < 3; i++) {
             ServerThread s = servers.get(i);
