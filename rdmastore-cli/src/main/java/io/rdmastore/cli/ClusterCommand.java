@@ -31,7 +31,7 @@ import picocli.CommandLine.Parameters;
         + " Redis cluster clients (JedisCluster, Lettuce, redis-cli -c) route by slot and follow MOVED.",
         "Start each node with 'rdmastore server --cluster ...' (and --replica-set ... for a shard of several members)."},
     subcommands = {ClusterCommand.Create.class, ClusterCommand.Status.class, ClusterCommand.Reshard.class,
-        ClusterCommand.Rebalance.class})
+        ClusterCommand.Rebalance.class, ClusterDemoCommand.class})
 final class ClusterCommand implements Runnable {
     private static final long STRING_LIMIT = 16 << 20;
 

@@ -431,7 +431,7 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
         out.flush();
     }
 
-    private static void deleteTree(Path dir) {
+    static void deleteTree(Path dir) {
         if (!Files.exists(dir)) {
             return;
         }
