@@ -165,8 +165,8 @@ final class ClusterDemoCommand implements Callable<Integer> {
                 Thread.sleep(500);
             }
         }
-        progress("cluster created: " + created.lines().filter(l -> l.startsWith("cluster created")).findFirst()
-            .orElse(created.strip()));
+        progress(created.lines().filter(l -> l.startsWith("cluster created")).findFirst()
+            .orElse("cluster created: " + created.strip()));
 
         Set<HostAndPort> seeds = new HashSet<>();
         members.forEach(m -> seeds.add(new HostAndPort("127.0.0.1", m.port())));
