@@ -26,6 +26,7 @@ public final class BenchMain {
         EXPERIMENTS.put("RESP", RespBenchmark::new);
         EXPERIMENTS.put("E6", E6Replication::new);
         EXPERIMENTS.put("E7", E7Distribution::new);
+        EXPERIMENTS.put("E8", E8Cluster::new);
     }
 
     private BenchMain() {

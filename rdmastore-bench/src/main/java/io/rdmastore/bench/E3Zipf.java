@@ -259,7 +259,7 @@ public final class E3Zipf implements Experiment {
         BitmapEncoder.saveBitmap(chart, file.toString(), BitmapEncoder.BitmapFormat.PNG);
     }
 
-    private static byte[][] keys(int size, int records) {
+    static byte[][] keys(int size, int records) {
         byte[][] keys = new byte[records][];
         for (int i = 0; i < records; i++) {
             keys[i] = ("e3:" + size + ":user" + i).getBytes(StandardCharsets.UTF_8);
@@ -341,7 +341,7 @@ public final class E3Zipf implements Experiment {
     }
 
     /** Runs one cell: every connection in its own thread, warm-up then a measured window; merged latency. */
-    private static Cell cell(List<Kv> conns, byte[][] keys, int size, long warmNanos, long windowNanos)
+    static Cell cell(List<Kv> conns, byte[][] keys, int size, long warmNanos, long windowNanos)
         throws InterruptedException {
         int n = conns.size();
         long start = System.nanoTime() + 20_000_000L;
