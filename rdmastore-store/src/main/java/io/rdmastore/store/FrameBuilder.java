@@ -114,6 +114,16 @@ final class FrameBuilder {
         return this;
     }
 
+    /** Appends the ops of {@code other} (built, not sealed) after this frame's: one frame doing both, in order. */
+    FrameBuilder append(FrameBuilder other) {
+        int len = other.payloadLength();
+        ensure(len);
+        System.arraycopy(other.buf, LogDescriptor.HEADER_LENGTH, buf, pos, len);
+        pos += len;
+        ops += other.ops;
+        return this;
+    }
+
     /** Fills in length and CRC and returns the whole frame (header and payload). */
     ByteBuffer seal() {
         int len = pos - LogDescriptor.HEADER_LENGTH;

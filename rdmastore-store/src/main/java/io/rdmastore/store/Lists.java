@@ -209,12 +209,13 @@ public final class Lists {
     public List<byte[]> range(byte[] key, long start, long stop) {
         return store.readKey(key, e -> {
             requireList(e);
-            List<byte[]> out = new ArrayList<>();
             int[] r = e == null ? null : normalise(start, stop, e.list.size());
-            if (r != null) {
-                for (byte[] v : e.list.range(r[0], r[1])) {
-                    out.add(v.clone());
-                }
+            if (r == null) {
+                return new ArrayList<>(0);
+            }
+            List<byte[]> out = new ArrayList<>(r[1] - r[0] + 1);
+            for (int i = r[0]; i <= r[1]; i++) {
+                out.add(e.list.get(i).clone());
             }
             return out;
         });

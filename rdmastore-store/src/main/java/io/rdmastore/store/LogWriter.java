@@ -233,6 +233,11 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
+    /** Throws as an append would when the log refuses writes (a failed write, closed). Any thread. */
+    void ensureWritable() {
+        checkWritable();
+    }
+
     private void checkWritable() {
         if (failure != null) {
             throw new StoreException("MISCONF the log is not writable, writes are refused: " + failure);

@@ -77,6 +77,13 @@ public final class Store implements AutoCloseable {
     /** Directories open in this JVM: a second file lock from the same process would not conflict, so check here. */
     static final Set<Path> OPEN_DIRS = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static final ThreadLocal<FrameBuilder> FRAMES = ThreadLocal.withInitial(FrameBuilder::new);
+    /** The frame an {@link #exclusive} scope gathers this thread's writes into; null outside one. */
+    private static final ThreadLocal<AtomicScope> ATOMIC = new ThreadLocal<>();
+    /**
+     * An {@link #exclusive} scope's gathered frame is logged before it passes this size, and a new one started: a
+     * transaction of more than this many bytes of changes is logged as several frames (atomic per frame only).
+     */
+    static final int ATOMIC_FRAME_MAX = 256 * 1024 * 1024;
     /** Oplog index of the last write committed by each thread (the face reads it for WAIT). */
     private static final ThreadLocal<long[]> LAST_COMMIT = ThreadLocal.withInitial(() -> new long[1]);
     private static final int MAX_COLLECTION_NAME_BYTES = 255;
@@ -482,13 +489,38 @@ public final class Store implements AutoCloseable {
         return FRAMES.get().reset();
     }
 
-    /** Logs and applies the frame; the caller holds the locks of everything it touches. Returns an fsync ticket. */
+    /** The writes of one {@link #exclusive} scope, gathered into one frame; its thread only. */
+    private static final class AtomicScope {
+        final FrameBuilder frame = new FrameBuilder();
+        /** Writes gathered since the last flush (they count as changes when logged). */
+        int writes;
+        /** The highest fsync ticket of this scope's frames logged so far (0: none). */
+        long ticket;
+    }
+
+    /**
+     * Logs and applies the frame; the caller holds the locks of everything it touches. Returns an fsync ticket. Inside
+     * an {@link #exclusive} scope the frame is applied now and its ops added to the scope's frame, which is logged
+     * once when the scope ends; the ticket is then 0 (the scope waits for durability).
+     */
     private long commit(FrameBuilder f) {
         if (f.isEmpty()) {
             return 0;
         }
         if (!writesAllowed) {
             throw new ReadOnlyException(readOnlyReason);
+        }
+        AtomicScope scope = ATOMIC.get();
+        if (scope != null) {
+            // refused now, as an append would be, rather than applied and then not logged
+            log.ensureWritable();
+            if ((long) scope.frame.payloadLength() + f.payloadLength() > ATOMIC_FRAME_MAX) {
+                flushScope(scope);
+            }
+            scope.frame.append(f);
+            scope.writes++;
+            applyFrame(f.payload());
+            return 0;
         }
         ByteBuffer frame = f.sealPositioned();
         int len = frame.remaining();
@@ -498,6 +530,22 @@ public final class Store implements AutoCloseable {
         bytesSinceSnapshot.addAndGet(len);
         changesSinceSave.incrementAndGet();
         return ticket;
+    }
+
+    /** Logs what an {@link #exclusive} scope gathered (already applied) as one frame; under the scope's locks. */
+    private void flushScope(AtomicScope scope) {
+        FrameBuilder f = scope.frame;
+        if (f.isEmpty()) {
+            return;
+        }
+        ByteBuffer frame = f.sealPositioned();
+        int len = frame.remaining();
+        scope.ticket = Math.max(scope.ticket, log.append(f, frame));
+        LAST_COMMIT.get()[0] = f.index();
+        bytesSinceSnapshot.addAndGet(len);
+        changesSinceSave.addAndGet(scope.writes);
+        scope.writes = 0;
+        f.reset();
     }
 
     /** After the locks are released: waits for the fsync when the policy asks, maybe starts a snapshot. */
@@ -2520,15 +2568,34 @@ public final class Store implements AutoCloseable {
      * takes): no other client's read or write, from any face, interleaves with it, and the store calls it makes take
      * their locks reentrantly. The RESP face's EXEC. {@code body} must not wait for another thread that uses the
      * store (a synchronous {@link #snapshot} would deadlock). Any thread.
+     *
+     * <p>Every write {@code body} makes is applied at once (its later reads see it) and logged as part of one frame,
+     * written when {@code body} ends (also when it throws: what it applied is logged): recovery replays all of it or,
+     * when the frame is torn, none; a secondary applies it as one frame under the locks of every key it names. A
+     * scope whose changes pass {@link #ATOMIC_FRAME_MAX} bytes is logged in several frames. The durability wait of
+     * the fsync policy happens once, after the locks are released. A nested call runs inside the outer scope.
      */
     public <T> T exclusive(java.util.function.Supplier<T> body) {
         checkOpen();
-        Lock[] all = lockAll();
-        try {
+        if (ATOMIC.get() != null) {
             return body.get();
-        } finally {
-            unlockAll(all);
         }
+        AtomicScope scope = new AtomicScope();
+        Lock[] all = lockAll();
+        T result;
+        ATOMIC.set(scope);
+        try {
+            result = body.get();
+        } finally {
+            ATOMIC.remove();
+            try {
+                flushScope(scope);
+            } finally {
+                unlockAll(all);
+            }
+        }
+        durable(scope.ticket);
+        return result;
     }
 
     /** The oplog index of the last write this thread committed (0 if none): what a WAIT after it waits for. */

@@ -2,6 +2,8 @@ package io.rdmastore.server.resp;
 
 import io.rdmastore.store.Lists;
 import io.rdmastore.store.ReadOnlyException;
+import io.rdmastore.store.SortedSets;
+import io.rdmastore.store.SortedSets.Scored;
 import io.rdmastore.store.ValueType;
 import io.rdmastore.store.WrongTypeException;
 import org.slf4j.Logger;
@@ -25,11 +27,12 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 /**
- * The blocking list commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) and LMPOP, and the registry of clients blocked
- * on keys, Redis's way: a client that finds every key empty is parked ({@link RespConnection#block}: its later
+ * The blocking list commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) and LMPOP, the blocking sorted set commands
+ * (BZPOPMIN, BZPOPMAX, BZMPOP), and the registry of clients blocked on keys, Redis's way: a client that finds every key empty is parked ({@link RespConnection#block}: its later
  * commands wait, its event loop does not) in a FIFO queue per key. The store's key listener marks a key "ready" when a
  * client waits on it and any write changes it (a push by any face, an EXEC, a RENAME or RESTORE onto it); the ready
- * keys are then served in the order the clients blocked: right after the RESP command that made them ready (before
+ * keys are then served in the order the clients blocked (a client waiting for a list skips a key that now holds a
+ * sorted set, and the other way round): right after the RESP command that made them ready (before
  * its reply leaves, as Redis does), or, for writes from elsewhere (native protocol, expiry), by the face's unblock
  * thread. Serving pops on the client's behalf and hands the reply to the client's event loop
  * ({@link RespConnection#resume}). A time-out (float seconds, 0 = never) answers a null array; a disconnect drops the
@@ -47,6 +50,7 @@ final class RespBlocking {
 
     private final RespFace face;
     private final Lists lists;
+    private final SortedSets zsets;
     private final ReentrantLock lock = new ReentrantLock();
     /** Clients blocked per key, in the order they blocked. The deques are guarded by {@link #lock}. */
     private final ConcurrentHashMap<Bytes, ArrayDeque<Blocked>> byKey = new ConcurrentHashMap<>();
@@ -60,7 +64,8 @@ final class RespBlocking {
         return t;
     });
 
-    private enum Kind { POP, MOVE, MPOP }
+    /** POP/MOVE/MPOP: lists ({@code left}: from the head); ZPOP/ZMPOP: sorted sets ({@code left}: the minimum). */
+    private enum Kind { POP, MOVE, MPOP, ZPOP, ZMPOP }
 
     /** One blocked command. Fields are written before it is published under {@link #lock}; {@code done} under it. */
     static final class Blocked {
@@ -89,6 +94,7 @@ final class RespBlocking {
     RespBlocking(RespFace face) {
         this.face = face;
         this.lists = face.store.lists();
+        this.zsets = face.store.sortedSets();
     }
 
     /** Clients blocked on keys now (INFO blocked_clients). */
@@ -191,9 +197,10 @@ final class RespBlocking {
                 if (b.kind == Kind.MOVE && face.store.type(k.b) == ValueType.LIST) {
                     // the destination is not a list: this client gets the error, the element stays for the next
                     finish(b, w -> w.error(e.getMessage()));
-                    continue;
                 }
-                return;
+                // else the key holds the other kind of value than this client waits for: it keeps waiting, and a
+                // client of that kind later in the queue may be served
+                continue;
             } catch (RuntimeException e) {
                 String m = RespConnection.errorText(e.getMessage());
                 if (e instanceof ReadOnlyException) {
@@ -233,11 +240,38 @@ final class RespBlocking {
                 }
                 return w -> mpopReply(w, key, got);
             }
+            case ZPOP, ZMPOP -> {
+                List<Scored> got = zsets.pop(key, b.kind == Kind.ZMPOP ? b.count : 1, !b.left);
+                return got.isEmpty() ? null : zreply(b.kind, key, got);
+            }
             default -> {
                 byte[] v = lists.move(key, b.dest, b.left, b.toLeft);
                 return v == null ? null : w -> w.bulk(v);
             }
         }
+    }
+
+    /** BZPOPMIN/BZPOPMAX: [key, member, score]; BZMPOP: [key, [[member, score], ...]]. Scores as RESP3 doubles. */
+    private static Consumer<RespWriter> zreply(Kind kind, byte[] key, List<Scored> got) {
+        if (kind == Kind.ZPOP) {
+            Scored s = got.getFirst();
+            return w -> {
+                w.arrayHeader(3);
+                w.bulk(key);
+                w.bulk(s.member());
+                RespZSets.score(w, s.score());
+            };
+        }
+        return w -> {
+            w.arrayHeader(2);
+            w.bulk(key);
+            w.arrayHeader(got.size());
+            for (Scored s : got) {
+                w.arrayHeader(2);
+                w.bulk(s.member());
+                RespZSets.score(w, s.score());
+            }
+        };
     }
 
     private void finish(Blocked b, Consumer<RespWriter> reply) {
@@ -358,10 +392,23 @@ final class RespBlocking {
             case BLMPOP -> {
                 long timeout = timeout(w, argv[1]);
                 if (timeout >= 0) {
-                    mpop(c, w, argv, argc, 2, timeout);
+                    mpop(c, w, argv, argc, 2, timeout, false);
                 }
             }
-            case LMPOP -> mpop(c, w, argv, argc, 1, -1);
+            case LMPOP -> mpop(c, w, argv, argc, 1, -1, false);
+            case BZPOPMIN, BZPOPMAX -> {
+                long timeout = timeout(w, argv[argc - 1]);
+                if (timeout >= 0) {
+                    block(c, w, keys(argv, 1, argc - 1), Kind.ZPOP, cmd == RespCommand.BZPOPMIN, null, false, 1,
+                        timeout);
+                }
+            }
+            case BZMPOP -> {
+                long timeout = timeout(w, argv[1]);
+                if (timeout >= 0) {
+                    mpop(c, w, argv, argc, 2, timeout, true);
+                }
+            }
             default -> w.error("ERR internal error: no handler for '" + cmd.lowerName + "'");
         }
     }
@@ -378,19 +425,25 @@ final class RespBlocking {
         return RespCommand.is(a, "LEFT") ? Boolean.TRUE : RespCommand.is(a, "RIGHT") ? Boolean.FALSE : null;
     }
 
-    /** LMPOP numkeys key... LEFT|RIGHT [COUNT n] and BLMPOP timeout numkeys ...; {@code timeout} -1: no blocking. */
-    private void mpop(RespConnection c, RespWriter w, byte[][] argv, int argc, int numkeysAt, long timeout) {
+    /**
+     * LMPOP numkeys key... LEFT|RIGHT [COUNT n], BLMPOP timeout numkeys ..., and ({@code zset}) BZMPOP timeout
+     * numkeys key... MIN|MAX [COUNT n]; {@code timeout} -1: no blocking.
+     */
+    private void mpop(RespConnection c, RespWriter w, byte[][] argv, int argc, int numkeysAt, long timeout,
+                      boolean zset) {
         long numkeys = RespCommands.parseLong(c, argv[numkeysAt]) ? c.num : 0;
         if (numkeys < 1) {
             w.error("ERR numkeys should be greater than 0");
             return;
         }
-        long whereAt = numkeysAt + numkeys + 1;
+        long whereAt = numkeysAt + Math.min(numkeys, argc) + 1;
         if (whereAt >= argc) {
             w.error(SYNTAX);
             return;
         }
-        Boolean left = side(argv[(int) whereAt]);
+        byte[] where = argv[(int) whereAt];
+        Boolean left = zset ? (RespCommand.is(where, "MIN") ? Boolean.TRUE
+            : RespCommand.is(where, "MAX") ? Boolean.FALSE : null) : side(where);
         if (left == null) {
             w.error(SYNTAX);
             return;
@@ -424,7 +477,7 @@ final class RespBlocking {
             w.nullArray();
             return;
         }
-        block(c, w, keys, Kind.MPOP, left, null, false, count, timeout);
+        block(c, w, keys, zset ? Kind.ZMPOP : Kind.MPOP, left, null, false, count, timeout);
     }
 
     private static void mpopReply(RespWriter w, byte[] key, List<byte[]> got) {
@@ -504,6 +557,15 @@ final class RespBlocking {
     }
 
     private Consumer<RespWriter> tryKeys(Bytes[] keys, Kind kind, boolean left, long count) {
+        if (kind == Kind.ZPOP || kind == Kind.ZMPOP) {
+            for (Bytes k : keys) {
+                List<Scored> got = zsets.pop(k.b, kind == Kind.ZMPOP ? count : 1, !left);
+                if (!got.isEmpty()) {
+                    return zreply(kind, k.b, got);
+                }
+            }
+            return null;
+        }
         for (Bytes k : keys) {
             List<byte[]> got = lists.pop(k.b, left, kind == Kind.MPOP ? count : 1);
             if (got != null && !got.isEmpty()) {

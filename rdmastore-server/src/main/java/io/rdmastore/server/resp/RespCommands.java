@@ -318,7 +318,8 @@ final class RespCommands {
                 }
             }
             case HSCAN -> scan(c, w, argv, argc, true);
-            case BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, LMPOP -> face.blocking.execute(c, w, cmd, argv, argc);
+            case BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, LMPOP, BZPOPMIN, BZPOPMAX, BZMPOP ->
+                face.blocking.execute(c, w, cmd, argv, argc);
             case MULTI, EXEC, DISCARD, WATCH, UNWATCH -> face.multi.execute(c, w, cmd, argv, argc);
             case SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB ->
                 face.pubsub.execute(c, w, cmd, argv, argc);

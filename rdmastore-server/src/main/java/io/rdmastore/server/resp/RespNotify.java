@@ -197,6 +197,11 @@ final class RespNotify {
                 return;
             }
             case HMSET, HSETNX -> name = "hset";
+            case ZINCRBY -> name = "zincr";
+            case ZADD -> name = zaddIncr(argv, argc) ? "zincr" : "zadd";
+            case BZPOPMIN -> name = "zpopmin";
+            case BZPOPMAX -> name = "zpopmax";
+            case ZMPOP, BZMPOP -> name = zmpopMax(argv, argc, cmd == RespCommand.ZMPOP ? 1 : 2) ? "zpopmax" : "zpopmin";
             default -> { }
         }
         if (cmd == RespCommand.SET) {
@@ -219,6 +224,33 @@ final class RespNotify {
             return;
         }
         emit(f, type, name, key);
+    }
+
+    /** ZADD's leading options include INCR. */
+    private static boolean zaddIncr(byte[][] argv, int argc) {
+        for (int i = 2; i < argc; i++) {
+            byte[] a = argv[i];
+            if (RespCommand.is(a, "INCR")) {
+                return true;
+            }
+            if (!RespCommand.is(a, "NX") && !RespCommand.is(a, "XX") && !RespCommand.is(a, "GT")
+                && !RespCommand.is(a, "LT") && !RespCommand.is(a, "CH")) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    /** (B)ZMPOP's MIN|MAX word (after numkeys keys) is MAX. */
+    private static boolean zmpopMax(byte[][] argv, int argc, int numkeysAt) {
+        long n;
+        try {
+            n = Long.parseLong(new String(argv[numkeysAt], StandardCharsets.US_ASCII));
+        } catch (NumberFormatException e) {
+            return false;
+        }
+        long at = numkeysAt + n + 1;
+        return n > 0 && at < argc && RespCommand.is(argv[(int) at], "MAX");
     }
 
     private static boolean leftArg(byte[][] argv, int argc) {

@@ -1,5 +1,6 @@
 package io.rdmastore.server.resp;
 
+import io.rdmastore.store.SortedSets;
 import io.rdmastore.store.Store;
 import io.rdmastore.store.ValueType;
 import io.rdmastore.store.WrongTypeException;
@@ -12,10 +13,10 @@ import java.util.List;
 
 /**
  * SORT and SORT_RO with Redis 7.0's semantics: {@code SORT key [BY pattern] [LIMIT offset count] [GET pattern ...]
- * [ASC|DESC] [ALPHA] [STORE destination]} over a list or a set (sorted sets are not there yet). Numbers sort by value
+ * [ASC|DESC] [ALPHA] [STORE destination]} over a list, a set or a sorted set. Numbers sort by value
  * (ties by their bytes, so the order is deterministic), ALPHA by bytes; {@code BY} and {@code GET} patterns replace the
  * first {@code *} by the element and read a string key, or a hash field after {@code ->}; {@code GET #} is the element;
- * a BY pattern without {@code *} skips sorting. STORE replaces the destination by a list (deleting it when empty),
+ * a BY pattern without {@code *} skips sorting (a sorted set then keeps its score order, reversed by DESC, as Redis). STORE replaces the destination by a list (deleting it when empty),
  * in one store write. The elements are read in one call and sorted on the connection's event loop, as Redis sorts on
  * its one thread; the BY/GET look-ups are separate reads, so a concurrent writer of those keys can interleave (outside
  * EXEC).
@@ -97,6 +98,14 @@ final class RespSort {
                     dontSort = false;
                     alpha = true;
                     by = null;
+                }
+            }
+            case ZSET -> {
+                List<SortedSets.Scored> members = store.sortedSets().range(key, SortedSets.Range.ranks(0, -1,
+                    dontSort && desc));
+                elements = new ArrayList<>(members.size());
+                for (SortedSets.Scored m : members) {
+                    elements.add(m.member());
                 }
             }
             case NONE -> elements = List.of();

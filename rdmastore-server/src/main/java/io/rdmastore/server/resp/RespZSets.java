@@ -16,7 +16,7 @@ import java.util.List;
  * The sorted set commands (ZADD ... ZSCAN, ZUNION/ZINTER/ZDIFF and their STORE forms, ZMPOP) with Redis 7.0's
  * semantics, argument checks and error texts, on the store's {@link SortedSets}. Scores are printed as Redis 7.0 does
  * ({@code %.17g}: 1.5, 17, 0.10000000000000001, inf); with WITHSCORES a RESP3 reply is an array of [member, score]
- * pairs, a RESP2 reply a flat array. The blocking forms (BZPOPMIN, BZPOPMAX, BZMPOP) are not here.
+ * pairs, a RESP2 reply a flat array. The blocking forms (BZPOPMIN, BZPOPMAX, BZMPOP) are in {@link RespBlocking}.
  *
  * <p>Threads: stateless apart from the face; any event loop may call {@link #execute} at once for different
  * connections. Buffers: {@code argv} belongs to the connection.

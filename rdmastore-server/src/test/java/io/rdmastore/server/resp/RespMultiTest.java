@@ -49,6 +49,29 @@ class RespMultiTest {
     }
 
     @Test
+    void anExecIsOneLogRecord() {
+        try (Jedis j = jedis()) {
+            j.set("before", "x");
+            long at = server.store.lastPosition()[1];
+            Transaction t = j.multi();
+            t.set("a", "1");
+            t.rpush("l", "x", "y");
+            t.zadd("z", 1, "m");
+            t.del("before");
+            t.get("a");
+            List<Object> r = t.exec();
+            assertEquals(5, r.size());
+            assertEquals("1", r.get(4));
+            // four writes, one frame at one oplog position
+            assertEquals(at + 1, server.store.lastPosition()[1]);
+            assertEquals(List.of("x", "y"), j.lrange("l", 0, -1));
+            // a write outside EXEC is a record of its own again
+            j.set("after", "1");
+            assertEquals(at + 2, server.store.lastPosition()[1]);
+        }
+    }
+
+    @Test
     void execRunsTheQueueAndDiscardDropsIt() {
         try (Jedis j = jedis()) {
             Transaction t = j.multi();

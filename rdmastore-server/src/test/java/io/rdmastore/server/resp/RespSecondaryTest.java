@@ -29,6 +29,7 @@ class RespSecondaryTest {
             EmbeddedChannel ch = new EmbeddedChannel();
             face.initialize(ch.pipeline());
             ch.writeInbound(Unpooled.copiedBuffer("BLPOP k 0\r\nBRPOPLPUSH a b 0\r\nBLMPOP 0 1 k LEFT\r\n"
+                + "BZPOPMIN z 0\r\nBZPOPMAX z 0\r\nBZMPOP 0 1 z MIN\r\n"
                 + "LMPOP 1 k LEFT\r\nLLEN k\r\n", StandardCharsets.US_ASCII));
             StringBuilder out = new StringBuilder();
             ByteBuf b;
@@ -38,7 +39,7 @@ class RespSecondaryTest {
             }
             String ro = "-READONLY You can't write against a read only replica.\r\n";
             // LMPOP on an empty key changes nothing, as LPOP would: a null array
-            assertEquals(ro + ro + ro + "*-1\r\n:0\r\n", out.toString());
+            assertEquals(ro + ro + ro + ro + ro + ro + "*-1\r\n:0\r\n", out.toString());
             assertEquals(0, face.blocking.blockedClients());
             ch.finishAndReleaseAll();
             face.closeAll();
