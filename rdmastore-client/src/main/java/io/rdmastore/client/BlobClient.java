@@ -228,8 +228,11 @@ public final class BlobClient {
                     }
                 }
             }
+            // no member staging it (none reachable over ucx under AUTO): the token would only make each member wait
+            // a moment for a stage that never comes
+            long sent = stages.isEmpty() && next.isEmpty() ? 0 : tok;
             ClientCore.Call<Object[]> call = core.call(ProtocolDescriptor.BLOB_PUT, w -> {
-                w.bytes(key).i64(length).i32(crc).bytes(descriptor).i64(tok).i32(0).i32(next.size());
+                w.bytes(key).i64(length).i32(crc).bytes(descriptor).i64(sent).i32(0).i32(next.size());
                 next.forEach(w::string);
             }, (st, r) -> {
                 long v = r.i64("version");
