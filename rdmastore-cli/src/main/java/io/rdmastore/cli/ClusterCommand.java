@@ -83,6 +83,20 @@ final class ClusterCommand implements Runnable {
         }
     }
 
+    /** Options of the subcommands that ask one node of the cluster ({@code -h}, {@code -p}). */
+    static class NodeCommon extends Common {
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+        @Option(names = {"-h", "--host"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
+            description = "A node's host (default ${DEFAULT-VALUE}).")
+        String host;
+        @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "7379",
+            description = "That node's port (default ${DEFAULT-VALUE}).")
+        int port;
+        @Option(names = "--help", usageHelp = true, description = "Shows this help and exits (-h is the host).")
+        boolean help;
+    }
+
     @Command(name = "create", versionProvider = Main.Version.class, sortOptions = false,
         description = {"Makes a cluster of running nodes (started with --cluster): each replica set is one shard, each"
             + " node without one is a shard of its own; the slots are split evenly, as redis-cli does."},
@@ -198,17 +212,7 @@ final class ClusterCommand implements Runnable {
     @Command(name = "status", versionProvider = Main.Version.class, sortOptions = false,
         description = {"Shows the slot map a node holds and, for every node in it, its role and the map epoch it"
             + " holds. Exits 1 when a slot is unserved, a node does not answer or holds another epoch."})
-    static final class Status extends Common implements Callable<Integer> {
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-        @Option(names = {"-h", "--host"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
-            description = "A node's host (default ${DEFAULT-VALUE}).")
-        String host;
-        @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "7379",
-            description = "That node's port (default ${DEFAULT-VALUE}).")
-        int port;
-        @Option(names = "--help", usageHelp = true, description = "Shows this help and exits (-h is the host).")
-        boolean help;
+    static final class Status extends NodeCommon implements Callable<Integer> {
 
         @Override
         public Integer call() {
@@ -276,17 +280,7 @@ final class ClusterCommand implements Runnable {
             + " is marked MIGRATING on the source and IMPORTING on the target, its keys move in batches (MIGRATE; clients"
             + " are sent to the target with -ASK for keys already moved), then a map of a higher epoch gives the slots"
             + " to the target, on the target first."})
-    static final class Reshard extends Common implements Callable<Integer> {
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-        @Option(names = {"-h", "--host"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
-            description = "A node's host (default ${DEFAULT-VALUE}).")
-        String host;
-        @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "7379",
-            description = "That node's port (default ${DEFAULT-VALUE}).")
-        int port;
-        @Option(names = "--help", usageHelp = true, description = "Shows this help and exits (-h is the host).")
-        boolean help;
+    static final class Reshard extends NodeCommon implements Callable<Integer> {
         @Option(names = "--from", required = true, paramLabel = "SHARD", description = "The shard giving slots.")
         String from;
         @Option(names = "--to", required = true, paramLabel = "SHARD", description = "The shard receiving them.")
@@ -454,17 +448,7 @@ final class ClusterCommand implements Runnable {
     @Command(name = "rebalance", versionProvider = Main.Version.class, sortOptions = false,
         description = {"Evens out the slots between the shards (each gets 16384 / shards, +-1), moving them live as"
             + " 'cluster reshard' does: from the shard with the most slots to the one with the fewest, until even."})
-    static final class Rebalance extends Common implements Callable<Integer> {
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-        @Option(names = {"-h", "--host"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
-            description = "A node's host (default ${DEFAULT-VALUE}).")
-        String host;
-        @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "7379",
-            description = "That node's port (default ${DEFAULT-VALUE}).")
-        int port;
-        @Option(names = "--help", usageHelp = true, description = "Shows this help and exits (-h is the host).")
-        boolean help;
+    static final class Rebalance extends NodeCommon implements Callable<Integer> {
         @Option(names = "--batch", defaultValue = "100", paramLabel = "N", description = "Keys per MIGRATE"
             + " (default ${DEFAULT-VALUE}).")
         int batch;
