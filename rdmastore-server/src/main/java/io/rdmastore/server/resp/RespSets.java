@@ -145,9 +145,21 @@ final class RespSets {
     }
 
     private void sscan(RespConnection c, RespWriter w, byte[][] argv, int argc) {
+        ScanArgs a = scanArgs(c, w, argv, argc);
+        if (a != null) {
+            scanReply(w, sets.scan(argv[1], a.cursor(), a.match(), a.count()));
+        }
+    }
+
+    /** SSCAN's and ZSCAN's arguments after the key: cursor [MATCH pattern] [COUNT n]; a null match is "*". */
+    record ScanArgs(long cursor, String match, int count) {
+    }
+
+    /** Parses {@code key cursor [MATCH p] [COUNT n]}; null after writing the error reply. */
+    static ScanArgs scanArgs(RespConnection c, RespWriter w, byte[][] argv, int argc) {
         if (!RespCommands.parseUnsigned(c, argv[2])) {
             w.error("ERR invalid cursor");
-            return;
+            return null;
         }
         long cursor = c.num;
         String match = null;
@@ -162,19 +174,23 @@ final class RespSets {
             } else if (RespCommand.is(argv[i], "COUNT") && next) {
                 if (!RespCommands.parseLong(c, argv[++i])) {
                     w.error(NOT_INTEGER);
-                    return;
+                    return null;
                 }
                 if (c.num < 1) {
                     w.error(SYNTAX);
-                    return;
+                    return null;
                 }
                 count = (int) Math.min(c.num, 1_000_000);
             } else {
                 w.error(SYNTAX);
-                return;
+                return null;
             }
         }
-        ScanResult r = sets.scan(argv[1], cursor, match, count);
+        return new ScanArgs(cursor, match, count);
+    }
+
+    /** The reply of a *SCAN: the next cursor and the elements. */
+    static void scanReply(RespWriter w, ScanResult r) {
         w.arrayHeader(2);
         w.bulk(Long.toUnsignedString(r.nextCursor()));
         w.arrayHeader(r.keys().size());

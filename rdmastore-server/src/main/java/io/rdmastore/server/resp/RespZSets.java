@@ -1,6 +1,5 @@
 package io.rdmastore.server.resp;
 
-import io.rdmastore.store.ScanResult;
 import io.rdmastore.store.SortedSets;
 import io.rdmastore.store.SortedSets.Aggregate;
 import io.rdmastore.store.SortedSets.LexBound;
@@ -470,41 +469,9 @@ final class RespZSets {
     }
 
     private void zscan(RespConnection c, RespWriter w, byte[][] argv, int argc) {
-        if (!RespCommands.parseUnsigned(c, argv[2])) {
-            w.error("ERR invalid cursor");
-            return;
-        }
-        long cursor = c.num;
-        String match = null;
-        int count = 10;
-        for (int i = 3; i < argc; i++) {
-            boolean next = i + 1 < argc;
-            if (RespCommand.is(argv[i], "MATCH") && next) {
-                match = RespCommands.utf8(argv[++i]);
-                if (match.equals("*")) {
-                    match = null;
-                }
-            } else if (RespCommand.is(argv[i], "COUNT") && next) {
-                if (!RespCommands.parseLong(c, argv[++i])) {
-                    w.error(NOT_INTEGER);
-                    return;
-                }
-                if (c.num < 1) {
-                    w.error(SYNTAX);
-                    return;
-                }
-                count = (int) Math.min(c.num, 1_000_000);
-            } else {
-                w.error(SYNTAX);
-                return;
-            }
-        }
-        ScanResult r = zsets.scan(argv[1], cursor, match, count);
-        w.arrayHeader(2);
-        w.bulk(Long.toUnsignedString(r.nextCursor()));
-        w.arrayHeader(r.keys().size());
-        for (byte[] m : r.keys()) {
-            w.bulk(m);
+        RespSets.ScanArgs a = RespSets.scanArgs(c, w, argv, argc);
+        if (a != null) {
+            RespSets.scanReply(w, zsets.scan(argv[1], a.cursor(), a.match(), a.count()));
         }
     }
 
