@@ -5,7 +5,6 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,7 +13,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -41,7 +39,7 @@ import redis.clients.jedis.JedisCluster;
         + " kills a shard's primary (SIGKILL) and checks that every key still reads its last acknowledged value."
         + " Stops every member and deletes the directory at the end.",
         "Exit code 0 when every key was readable with its last acknowledged value, 1 otherwise."})
-final class ClusterDemoCommand implements Callable<Integer> {
+final class ClusterDemoCommand extends MemberDemo implements Callable<Integer> {
     private static final Duration MEMBER_START = Duration.ofSeconds(120);
 
     @CommandLine.Spec
@@ -64,15 +62,10 @@ final class ClusterDemoCommand implements Callable<Integer> {
         description = "Limit of the whole demo (default ${DEFAULT-VALUE}).")
     String timeout;
 
-    private PrintWriter out;
-    private long t0;
-    private long deadline;
-    private final List<MemberProcess> members = new CopyOnWriteArrayList<>();
 
     @Override
     public Integer call() throws IOException, InterruptedException {
         Main.quietLogs();
-        out = spec.commandLine().getOut();
         transport = Values.oneOf("--transport", transport, "auto", "tcp", "ucx");
         if (shards < 2 || shards > 8) {
             throw new UserException("--shards must be 2 to 8 (the demo moves slots from one shard to another)");
@@ -83,31 +76,7 @@ final class ClusterDemoCommand implements Callable<Integer> {
         if (keys < 1 || keys > 100_000 || slots < 1 || slots > 16384 / shards) {
             throw new UserException("--keys must be 1 to 100000 and --slots 1 to " + 16384 / shards);
         }
-        t0 = System.nanoTime();
-        deadline = t0 + Values.duration("--timeout", timeout).toNanos();
-        Path dir = Files.createTempDirectory("rdmastore-cluster-demo");
-        Thread hook = new Thread(() -> {
-            members.forEach(MemberProcess::kill);
-            ReplicaSetDemoCommand.deleteTree(dir);
-        }, "rdmastore-cluster-demo-cleanup");
-        Runtime.getRuntime().addShutdownHook(hook);
-        int code;
-        try {
-            code = run(dir);
-        } finally {
-            progress("stopping the members (SIGTERM)");
-            members.forEach(MemberProcess::terminate);
-            members.forEach(m -> m.awaitExit(Duration.ofSeconds(10)));
-            ReplicaSetDemoCommand.deleteTree(dir);
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the hook runs anyway and finds nothing left
-            }
-        }
-        out.printf(Locale.ROOT, "demo took %.1f s; every member stopped, %s deleted%n", seconds(), dir);
-        out.flush();
-        return code;
+        return runWithMembers("cluster-demo", spec.commandLine().getOut(), timeout, this::run);
     }
 
     private int run(Path dir) throws InterruptedException {
@@ -318,23 +287,6 @@ final class ClusterDemoCommand implements Callable<Integer> {
         cl.setErr(new PrintWriter(e, true));
         int code = cl.execute(argv.toArray(String[]::new));
         return new Run(code, o.toString(), e.toString());
-    }
-
-    private Duration remaining(Duration cap) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-            throw new UserException("the demo ran out of its --timeout " + timeout);
-        }
-        return Duration.ofNanos(Math.min(left, cap.toNanos()));
-    }
-
-    private void progress(String line) {
-        out.printf(Locale.ROOT, "[%6.1f s] %s%n", seconds(), line);
-        out.flush();
-    }
-
-    private double seconds() {
-        return (System.nanoTime() - t0) / 1e9;
     }
 
     private static void sleepQuietly(long ms) {

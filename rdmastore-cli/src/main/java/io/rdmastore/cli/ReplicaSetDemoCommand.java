@@ -4,13 +4,10 @@ import io.rdmastore.client.PeerChannel;
 import io.rdmastore.client.protocol.ProtocolDescriptor;
 import io.rdmastore.server.replication.ReplicaSetConfig;
 import java.io.IOException;
-import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -18,7 +15,6 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -40,7 +36,7 @@ import picocli.CommandLine.Option;
         + " checks that no acknowledged write was lost, restarts the old primary and shows it rejoin as a secondary."
         + " About 15 s; stops every member and deletes the directory at the end.",
         "Exit code 0 when no acknowledged write was lost and the old primary rejoined, 1 otherwise."})
-final class ReplicaSetDemoCommand implements Callable<Integer> {
+final class ReplicaSetDemoCommand extends MemberDemo implements Callable<Integer> {
     static final String SET_NAME = "demo";
     private static final int BATCH = 100;
     private static final Duration CALL = Duration.ofSeconds(5);
@@ -61,46 +57,19 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
         description = "Limit of the whole demo (default ${DEFAULT-VALUE}); the members are stopped when it is up.")
     String timeout;
 
-    private PrintWriter out;
-    private long t0;
-    private long deadline;
-    /** Written by the command's thread, read by the shutdown hook. */
-    private final List<MemberProcess> members = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @Override
     public Integer call() throws IOException, InterruptedException {
         Main.quietLogs();
-        out = spec.commandLine().getOut();
         transport = Values.oneOf("--transport", transport, "auto", "tcp", "ucx");
         if (keys < 1 || keys > 1_000_000) {
             throw new UserException("--keys must be between 1 and 1000000");
         }
-        Duration limit = Values.duration("--timeout", timeout);
-        t0 = System.nanoTime();
-        deadline = t0 + limit.toNanos();
-        Path dir = Files.createTempDirectory("rdmastore-replica-set-demo");
-        Thread hook = new Thread(() -> {
-            members.forEach(MemberProcess::kill);
-            deleteTree(dir);
-        }, "rdmastore-replica-set-demo-cleanup");
-        Runtime.getRuntime().addShutdownHook(hook);
-        int code;
-        try (ReplicaSetProbe probe = new ReplicaSetProbe(transport, null, CALL)) {
-            code = run(dir, probe);
-        } finally {
-            progress("stopping the members (SIGTERM)");
-            members.forEach(MemberProcess::terminate);
-            members.forEach(m -> m.awaitExit(Duration.ofSeconds(10)));
-            deleteTree(dir);
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the hook runs anyway; it finds nothing left to do
+        return runWithMembers("replica-set-demo", spec.commandLine().getOut(), timeout, dir -> {
+            try (ReplicaSetProbe probe = new ReplicaSetProbe(transport, null, CALL)) {
+                return run(dir, probe);
             }
-        }
-        out.printf(Locale.ROOT, "demo took %.1f s; every member stopped, %s deleted%n", seconds(), dir);
-        out.flush();
-        return code;
+        });
     }
 
     private int run(Path dir, ReplicaSetProbe probe) throws InterruptedException {
@@ -412,35 +381,5 @@ final class ReplicaSetDemoCommand implements Callable<Integer> {
 
     static String value(String key) {
         return "value of " + key;
-    }
-
-    private Duration remaining(Duration atMost) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-            throw new UserException("the demo ran out of its --timeout " + timeout);
-        }
-        return Duration.ofNanos(Math.min(left, atMost.toNanos()));
-    }
-
-    private double seconds() {
-        return (System.nanoTime() - t0) / 1e9;
-    }
-
-    private void progress(String line) {
-        out.printf(Locale.ROOT, "[%5.1fs] %s%n", seconds(), line);
-        out.flush();
-    }
-
-    static void deleteTree(Path dir) {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(dir)) {
-            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        } catch (IOException e) {
-            System.err.println("rdmastore replica-set demo: could not delete " + dir + ": " + e.getMessage());
-        }
     }
 }
