@@ -110,7 +110,7 @@ public final class E8Cluster implements Experiment {
         List<Integer> ports = new ArrayList<>();
         for (int i = 0; i < cfg.shards(); i++) {
             // several servers on two cores: none may spin a core
-            ServerProcess p = ServerProcess.start("--cluster", "--transport", transport, "--ucx-idle", "backoff",
+            ServerProcess p = ServerProcess.start("--cluster", "--transport", transport, "--ucx-idle", "adaptive",
                 "--fsync", "everysec");
             servers.add(p);
             ports.add(p.port());

@@ -98,7 +98,7 @@ final class ClusterDemoCommand extends MemberDemo implements Callable<Integer> {
                 int port = ports.get(s * membersPerShard + m);
                 List<String> args = new ArrayList<>(List.of("--cluster", "--bind", "127.0.0.1", "--port",
                     String.valueOf(port), "--data-dir", dir.resolve(id).toString(), "--fsync", "everysec",
-                    "--transport", transport, "--idle-strategy", "backoff"));
+                    "--transport", transport, "--idle-strategy", "adaptive"));
                 if (membersPerShard > 1) {
                     // several JVMs per core here: a longer election timeout keeps a busy member from being deposed
                     args.addAll(List.of("--replica-set", set, "--node-id", id, "--members", list.toString(),

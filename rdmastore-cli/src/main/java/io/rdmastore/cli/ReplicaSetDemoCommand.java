@@ -83,7 +83,7 @@ final class ReplicaSetDemoCommand extends MemberDemo implements Callable<Integer
             Path data = dir.resolve(id);
             members.add(new MemberProcess(id, ports.get(i), data, dir.resolve(id + ".log"), List.of("--replica-set",
                 SET_NAME, "--node-id", id, "--members", list, "--bind", "127.0.0.1", "--data-dir", data.toString(),
-                "--fsync", "everysec", "--transport", transport, "--idle-strategy", "backoff")));
+                "--fsync", "everysec", "--transport", transport, "--idle-strategy", "adaptive")));
         }
         progress("starting 3 members; each runs: rdmastore server --replica-set " + SET_NAME + " --node-id nI"
             + " --members " + list + " --transport " + transport + " --data-dir DIR/nI");

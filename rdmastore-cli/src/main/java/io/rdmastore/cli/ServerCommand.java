@@ -72,8 +72,9 @@ final class ServerCommand implements Callable<Integer> {
     @Option(names = "--ucx-tls", paramLabel = "LIST", description = "UCX transports to use, like UCX_TLS (e.g."
         + " posix,cma,self or rc,self); default: all but UCX's tcp wire, which checks no remote keys.")
     String ucxTls;
-    @Option(names = "--idle-strategy", paramLabel = "S", description = "Idle strategy of the UCX thread: backoff"
-        + " (default: an idle server does not burn a core) | spin | yield.")
+    @Option(names = "--idle-strategy", paramLabel = "S", description = "Idle strategy of the UCX thread:"
+        + " adaptive (default: spins while requests keep coming, sleeps until the next one when they stop) | backoff"
+        + " (spin, yield, then park up to 1 ms) | spin (one core always) | yield.")
     String idleStrategy;
     @Option(names = "--max-connections", paramLabel = "N", description = "Most native connections (default 10000).")
     String maxConnections;
@@ -299,7 +300,7 @@ final class ServerCommand implements Callable<Integer> {
                 case "transport" -> c.transport(Values.oneOf(k, v, "auto", "tcp", "ucx"));
                 case "password" -> c.password(v);
                 case "ucx-tls" -> Values.nonEmpty(k, v);
-                case "idle-strategy" -> c.ucxIdleStrategy(Values.oneOf(k, v, "backoff", "spin", "yield"));
+                case "idle-strategy" -> c.ucxIdleStrategy(Values.oneOf(k, v, "adaptive", "backoff", "spin", "yield"));
                 case "max-connections" -> c.maxConnections((int) Values.number(k, v, 1, Integer.MAX_VALUE));
                 case "max-key-bytes" -> c.maxKeyBytes((int) Values.size(k, v, 1, Integer.MAX_VALUE));
                 case "max-value-bytes" -> c.maxValueBytes(Values.size(k, v, 1, Long.MAX_VALUE));

@@ -643,7 +643,7 @@ public final class RdmaStoreServer implements AutoCloseable {
     /**
      * Runs a server until SIGTERM/SIGINT, which close it gracefully. Options: {@code --bind ADDR --port N --dir PATH
      * --fsync always|everysec|no --transport auto|tcp|ucx --password PW --maxclients N --ucx-idle
-     * backoff|spin|yield --tls-cert PEM --tls-key PEM --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
+     * adaptive|backoff|spin|yield --tls-cert PEM --tls-key PEM --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
      */
     public static void main(String[] args) throws InterruptedException {
         ServerConfig config;
@@ -653,7 +653,7 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("rdmastore: " + e.getMessage());
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
-                + " [--ucx-idle backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing] [--cluster]"
+                + " [--ucx-idle adaptive|backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing] [--cluster]"
                 + " [--replica-set NAME --node-id ID --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N]"
                 + " [--join]]");
             System.exit(2);

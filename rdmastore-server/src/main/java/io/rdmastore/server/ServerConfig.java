@@ -31,7 +31,7 @@ public final class ServerConfig {
     private long maxRequestBytes = -1;
     private int maxConnections = 10_000;
     private long maxPendingReplyBytes = 1L << 30;
-    private String ucxIdleStrategy = "backoff";
+    private String ucxIdleStrategy = "adaptive";
     private Duration handshakeTimeout = Duration.ofSeconds(5);
     private long snapshotLogBytes = StoreConfig.DEFAULT_SNAPSHOT_LOG_BYTES;
     private boolean resp = true;
@@ -142,8 +142,10 @@ public final class ServerConfig {
     }
 
     /**
-     * Idle strategy of the UCX agent thread: {@code backoff} (default: spin, yield, then park, so an idle server does
-     * not burn a core), {@code spin} or {@code yield}. Passed to {@code UcxTransport.Context.idleStrategy(String)}.
+     * Idle strategy of the UCX agent thread: {@code adaptive} (default: spins through the gaps between requests while
+     * they keep coming, sleeps on the worker's event descriptor when they stop, so an idle server does not burn a core
+     * and a request wakes it at once), {@code backoff} (spin, yield, then park up to 1 ms), {@code spin} or
+     * {@code yield}. Passed to {@code UcxTransport.Context.idleStrategy(String)}.
      */
     public ServerConfig ucxIdleStrategy(String value) {
         ucxIdleStrategy = value;
@@ -322,9 +324,9 @@ public final class ServerConfig {
             throw new IllegalArgumentException("transport must be auto, tcp or ucx: " + transport);
         }
         ucxIdleStrategy = Objects.requireNonNull(ucxIdleStrategy, "ucxIdleStrategy").toLowerCase(Locale.ROOT);
-        if (!ucxIdleStrategy.equals("backoff") && !ucxIdleStrategy.equals("spin")
-            && !ucxIdleStrategy.equals("yield")) {
-            throw new IllegalArgumentException("ucxIdleStrategy must be backoff, spin or yield: " + ucxIdleStrategy);
+        if (!java.util.List.of("adaptive", "backoff", "spin", "yield").contains(ucxIdleStrategy)) {
+            throw new IllegalArgumentException("ucxIdleStrategy must be adaptive, backoff, spin or yield: "
+                + ucxIdleStrategy);
         }
         if (password != null && password.isEmpty()) {
             password = null;

@@ -183,6 +183,7 @@ final class UcxAmConnection extends UcxConnectionBase {
                 close(new TransportException("active message send failed: " + message));
             }
         });
+        ringPeer();
         return TransportStatus.OK;
     }
 

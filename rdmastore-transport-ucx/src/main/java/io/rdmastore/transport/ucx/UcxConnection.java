@@ -286,6 +286,8 @@ final class UcxConnection extends UcxConnectionBase {
         if (r == null) {
             creditInFlight = false;
         }
+        // a sender waiting for room may be asleep
+        ringPeer();
     }
 
     private void refreshPeerHead() {
@@ -403,6 +405,7 @@ final class UcxConnection extends UcxConnectionBase {
     private void put(UcpEndpoint e, int pos, int frame) {
         if (!flushFooter) {
             e.putNonBlockingImplicit(mirrorAddress + pos, frame, remoteRing + pos, remoteKey);
+            ringPeer();
             return;
         }
         int body = frame - FOOTER;
@@ -414,6 +417,7 @@ final class UcxConnection extends UcxConnectionBase {
                 if (now != null) {
                     now.putNonBlockingImplicit(mirrorAddress + pos + body, FOOTER, remoteRing + pos + body,
                         remoteKey);
+                    ringPeer();
                 }
             }
         });

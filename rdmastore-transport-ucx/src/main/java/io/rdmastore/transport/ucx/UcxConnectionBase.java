@@ -50,6 +50,9 @@ abstract class UcxConnectionBase implements Connection {
     /** Set when the kernel showed the declared pid is not the peer's: every later read is refused too. */
     private volatile String refutedPid;
 
+    /** The peer's doorbell (a peer on this host with an adaptive agent), else null; rung after each put to it. */
+    final Doorbell.Remote peerBell;
+
     /** Offers from threads other than the driver, in order; drained by the driver. */
     final ManyToOneConcurrentLinkedQueue<byte[]> pending = new ManyToOneConcurrentLinkedQueue<>();
     final AtomicLong pendingBytes = new AtomicLong();
@@ -62,6 +65,15 @@ abstract class UcxConnectionBase implements Connection {
         this.reason = reason;
         this.peer = peer;
         this.crossMemoryReads = transport.crossMemoryReads(peer);
+        this.peerBell = transport.doorbellOf(peer);
+    }
+
+    /** Driver: after a put or send to the peer, wakes its agent if it sleeps. */
+    final void ringPeer() {
+        Doorbell.Remote bell = peerBell;
+        if (bell != null) {
+            bell.ringIfAsleep();
+        }
     }
 
     /** Driver: takes the local slot and endpoint. */

@@ -52,7 +52,7 @@ public final class UcxTransport implements UpgradeTransport {
         private long memoryBudget = Long.getLong("rdmastore.ucx.memoryBudget", 256L << 20);
         private int maxConnections = Integer.getInteger("rdmastore.ucx.maxConnections", 128);
         private int ringCapacity = Integer.getInteger("rdmastore.ucx.ringCapacity", 0);
-        private String idleStrategy = System.getProperty("rdmastore.ucx.idle", "backoff");
+        private String idleStrategy = System.getProperty("rdmastore.ucx.idle", "adaptive");
         private boolean invoker = Boolean.getBoolean("rdmastore.ucx.invoker");
         private String messaging = System.getProperty("rdmastore.ucx.messaging", "ring");
         private String footer = System.getProperty("rdmastore.ucx.footer", "crc");
@@ -114,7 +114,11 @@ public final class UcxTransport implements UpgradeTransport {
             return this;
         }
 
-        /** {@code backoff} (default: spin, yield, then park up to 1 ms), {@code spin}, {@code yield}. */
+        /**
+         * {@code adaptive} (default: spin while messages keep coming, for a window that follows the measured gaps
+         * between them, then sleep on the worker's event descriptor until one arrives), {@code light} (the same with a
+         * short window, for clients), {@code backoff} (spin, yield, then park up to 1 ms), {@code spin}, {@code yield}.
+         */
         public Context idleStrategy(String value) {
             idleStrategy = value;
             return this;
@@ -228,7 +232,9 @@ public final class UcxTransport implements UpgradeTransport {
             if (!footer.equals("crc") && !footer.equals("flush")) {
                 throw new IllegalArgumentException("footer must be crc or flush: " + footer);
             }
-            IdleStrategies.of(idleStrategy);
+            if (!IdleStrategies.isAdaptive(idleStrategy)) {
+                IdleStrategies.of(idleStrategy);
+            }
             return this;
         }
 
@@ -267,6 +273,13 @@ public final class UcxTransport implements UpgradeTransport {
     private volatile boolean parked;
     private volatile boolean running = true;
     private final IdleStrategy idle;
+    /** The spin window of the adaptive strategies, else null. */
+    private final AdaptiveIdle adaptive;
+    /** How peers on this host wake the sleeping agent (adaptive strategies; null: the agent parks instead). */
+    private Doorbell doorbell;
+    /** The agent's sleeps, and how many a ring ended rather than the time-out (for tests). */
+    private final java.util.concurrent.atomic.AtomicLong sleeps = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong eventWakes = new java.util.concurrent.atomic.AtomicLong();
     private AmDispatcher am;
 
     /** A transport with defaults (and system properties {@code rdmastore.ucx.*}). */
@@ -284,7 +297,8 @@ public final class UcxTransport implements UpgradeTransport {
 
     public UcxTransport(Context ctx) {
         this.ctx = ctx.conclude();
-        this.idle = IdleStrategies.of(ctx.idleStrategy);
+        this.adaptive = IdleStrategies.adaptive(ctx.idleStrategy);
+        this.idle = adaptive != null ? null : IdleStrategies.of(ctx.idleStrategy);
         Throwable failure = null;
         try {
             open();
@@ -327,9 +341,19 @@ public final class UcxTransport implements UpgradeTransport {
         byte[] address = bytes(worker.getAddress());
         // the trailer (pid namespace, pid) lets a peer on this host read lent memory with process_vm_readv; peers
         // that predate it ignore trailing bytes
-        capability = ByteBuffer.allocate(1 + host.length + 4 + address.length + 16).put((byte) host.length).put(host)
+        if (adaptive != null && !ctx.invoker) {
+            doorbell = Doorbell.open();
+            if (doorbell == null) {
+                LOG.info("ucx: no doorbell (memfd or Unix datagram sockets unavailable); an idle agent parks up to 1 ms");
+            }
+        }
+        byte[] bell = doorbell == null ? new byte[0] : doorbell.address();
+        // after the pid: the doorbell (Doorbell#address), empty when this transport has none
+        capability = ByteBuffer.allocate(1 + host.length + 4 + address.length + 16 + 2 + bell.length)
+            .put((byte) host.length).put(host)
             .putInt(address.length).put(address).putLong(CrossMemoryAttach.PID_NAMESPACE)
             .putLong(ctx.declaredPid != 0 ? ctx.declaredPid : CrossMemoryAttach.PID)
+            .putShort((short) bell.length).put(bell)
             .array();
         if (ctx.messaging.equals("am")) {
             am = new AmDispatcher(this, worker);
@@ -386,8 +410,11 @@ public final class UcxTransport implements UpgradeTransport {
         return isAvailable() ? capability.clone() : null;
     }
 
-    /** Parsed peer capability; {@code pidNamespace} and {@code pid} are -1 when the peer did not send them. */
-    record Peer(String hostId, byte[] workerAddress, long pidNamespace, long pid) {
+    /**
+     * Parsed peer capability; {@code pidNamespace} and {@code pid} are -1 when the peer did not send them, {@code
+     * doorbell} is empty when it has none.
+     */
+    record Peer(String hostId, byte[] workerAddress, long pidNamespace, long pid, byte[] doorbell) {
         static Peer parse(byte[] cap) {
             ByteBuffer b = ByteBuffer.wrap(cap);
             byte[] host = new byte[b.get() & 0xFF];
@@ -400,11 +427,19 @@ public final class UcxTransport implements UpgradeTransport {
             b.get(address);
             long pidNamespace = -1;
             long pid = -1;
+            byte[] bell = new byte[0];
             if (b.remaining() >= 16) {
                 pidNamespace = b.getLong();
                 pid = b.getLong();
+                if (b.remaining() >= 2) {
+                    int n = b.getShort() & 0xFFFF;
+                    if (n <= b.remaining()) {
+                        bell = new byte[n];
+                        b.get(bell);
+                    }
+                }
             }
-            return new Peer(new String(host, StandardCharsets.UTF_8), address, pidNamespace, pid);
+            return new Peer(new String(host, StandardCharsets.UTF_8), address, pidNamespace, pid, bell);
         }
     }
 
@@ -750,8 +785,26 @@ public final class UcxTransport implements UpgradeTransport {
     void wake() {
         Thread t = agent;
         if (t != null && parked) {
-            LockSupport.unpark(t);
+            Doorbell bell = doorbell;
+            if (bell != null) {
+                bell.ringSelf();
+            } else {
+                LockSupport.unpark(t);
+            }
         }
+    }
+
+    /**
+     * The doorbell of {@code peer} for a connection's sends, or null: only for a peer on this host whose memory this
+     * transport may read anyway (the flag is mapped from its process), when both sides have one.
+     */
+    Doorbell.Remote doorbellOf(Peer peer) {
+        Doorbell bell = doorbell;
+        if (bell == null || peer.doorbell().length == 0 || !sameHost(peer) || peer.pid() <= 0
+            || peer.pidNamespace() != CrossMemoryAttach.PID_NAMESPACE) {
+            return null;
+        }
+        return bell.connect(peer.pid(), peer.doorbell());
     }
 
     @Override
@@ -785,6 +838,10 @@ public final class UcxTransport implements UpgradeTransport {
     }
 
     private void runAgent() {
+        if (adaptive != null) {
+            runAdaptive();
+            return;
+        }
         while (running) {
             int work = doWork();
             if (work > 0) {
@@ -797,6 +854,92 @@ public final class UcxTransport implements UpgradeTransport {
                 parked = false;
             }
         }
+    }
+
+    /**
+     * The adaptive agent: duty cycles while there is work; when there is none, spins (then yields) for the window
+     * {@link AdaptiveIdle} keeps, and when that passes without work, sleeps on its {@link Doorbell} (or parks, without
+     * one) for at most 1 ms. A peer on this host that puts a frame, or a thread of this process that queues a command,
+     * rings it; peers on other hosts are polled at least every millisecond, as under {@code backoff}.
+     */
+    private void runAdaptive() {
+        while (running) {
+            if (doWork() > 0) {
+                continue;
+            }
+            long start = System.nanoTime();
+            long window = adaptive.window();
+            boolean found = false;
+            int rounds = 0;
+            while (running) {
+                long idleNanos = System.nanoTime() - start;
+                if (idleNanos >= window) {
+                    break;
+                }
+                // the first half spins; the second yields, so a thread this one keeps from its core can run
+                if (idleNanos < window >> 1) {
+                    Thread.onSpinWait();
+                } else {
+                    Thread.yield();
+                }
+                if ((++rounds & 3) == 0 && doWork() > 0) {
+                    adaptive.workAfter(System.nanoTime() - start);
+                    found = true;
+                    break;
+                }
+            }
+            if (!found && running) {
+                adaptive.slept();
+                sleep();
+            }
+        }
+    }
+
+    /**
+     * The agent's sleep: mark it asleep (peers that put a frame now ring the doorbell), look at the rings and commands
+     * once more, then wait for a ring (or park, without a doorbell) for at most 1 ms.
+     */
+    private void sleep() {
+        if (!invokerLock.tryLock()) {
+            // another thread drives the worker now; let it
+            Thread.yield();
+            return;
+        }
+        Doorbell bell = doorbell;
+        boolean idle;
+        try {
+            parked = true;
+            if (bell != null) {
+                bell.asleep(true);
+            }
+            idle = commands.isEmpty() && dutyCycle() == 0;
+        } finally {
+            invokerLock.unlock();
+        }
+        if (idle && running) {
+            sleeps.incrementAndGet();
+            if (bell != null) {
+                if (bell.sleep(1)) {
+                    eventWakes.incrementAndGet();
+                }
+            } else {
+                LockSupport.parkNanos(1_000_000);
+            }
+        }
+        if (bell != null) {
+            bell.asleep(false);
+        }
+        parked = false;
+    }
+
+    /** Whether this transport's agent has a doorbell peers can ring. */
+    boolean hasDoorbell() {
+        return doorbell != null;
+    }
+
+    /** Sleeps of the adaptive agent, and how many of them a ring of the doorbell ended: {sleeps, rung}. */
+    long[] sleepCounts() {
+        return new long[] {sleeps.get(), eventWakes.get()};
     }
 
     /** Registers {@code segment} (native memory) for one-sided access; returns address, length and rkey. */
@@ -938,6 +1081,9 @@ public final class UcxTransport implements UpgradeTransport {
         }
         worker = null;
         context = null;
+        if (doorbell != null) {
+            doorbell.close();
+        }
     }
 
     /** The probe of UCX in this process, for {@code doctor}: UCX version and a default transport's availability. */
