@@ -38,6 +38,8 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     private static final int OUT_HIGH_WATER = 1 << 20;
     /** Replies were written (at the high-water mark) but not flushed yet. */
     private boolean written;
+    /** Replies wait for the end of the event loop's turn ({@link RespTurn}). Event loop only. */
+    boolean inTurn;
 
     private final RespFace face;
     final long id;
@@ -166,7 +168,8 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         }
         lastInteractionMillis = System.currentTimeMillis();
         cum = cumulate(cum, in);
-        // One write(2) of the log for the whole read's worth of commands (fsync everysec), before any reply leaves.
+        // One write(2) of the log for the whole turn's worth of commands of all clients (fsync everysec), before any
+        // reply leaves: the batch stays open until the turn ends (RespTurn).
         WriteBatch.begin();
         try {
             decode();
@@ -174,7 +177,6 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             LOG.warn("RESP client {} at {}: internal error, closing the connection", id, remote, e);
             protocolError("ERR internal error: " + e);
         } finally {
-            endBatch(true);
             ByteBuf c = cum;
             if (c != null) {
                 if (!c.isReadable()) {
@@ -234,15 +236,20 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             if (close) {
                 WriteBatch.end();
             }
-            ByteBuf o = w.out;
-            w.out = null;
-            if (o != null) {
-                o.release();
-            }
-            closing = true;
-            ctx.close();
+            dropReplies();
             return false;
         }
+    }
+
+    /** The log write the replies depend on failed: they never leave, and the connection closes. */
+    private void dropReplies() {
+        ByteBuf o = w.out;
+        w.out = null;
+        if (o != null) {
+            o.release();
+        }
+        closing = true;
+        ctx.close();
     }
 
     /** Passes a batch's replies on when they grow past the high-water mark; closes a client that does not read them. */
@@ -267,12 +274,27 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
-        flushReplies();
         if (commandsInBatch > 0) {
             face.commandsProcessed(commandsInBatch);
             commandsTotal += commandsInBatch;
             commandsInBatch = 0;
         }
+        RespTurn.defer(this, ctx.executor());
+    }
+
+    /**
+     * Event loop, at the end of the turn: flushes the replies once the turn's log write reached the OS ({@code
+     * written}); when it failed, none of them may leave: they are dropped and the connection is closed.
+     */
+    void endTurn(boolean written) {
+        if (!written) {
+            dropReplies();
+            return;
+        }
+        if (closing) {
+            return;
+        }
+        flushReplies();
         if (!ctx.channel().isWritable()) {
             // The client is not reading its replies: stop reading its requests until it does (Netty's back-pressure).
             ctx.channel().config().setAutoRead(false);
@@ -294,6 +316,10 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void flushReplies() {
+        // a reply leaves only after the log write it depends on (the turn's batch may still be open)
+        if (!endBatch(false)) {
+            return;
+        }
         ByteBuf o = w.out;
         if (o != null) {
             w.out = null;

@@ -862,6 +862,9 @@ public final class UcxTransport implements UpgradeTransport {
      * one) for at most 1 ms. A peer on this host that puts a frame, or a thread of this process that queues a command,
      * rings it; peers on other hosts are polled at least every millisecond, as under {@code backoff}.
      */
+    /** The part of an adaptive idle spell spent spinning before yielding. */
+    private static final long SPIN_NANOS = Long.getLong("rdmastore.ucx.spinNanos", 5_000);
+
     private void runAdaptive() {
         while (running) {
             if (doWork() > 0) {
@@ -876,8 +879,10 @@ public final class UcxTransport implements UpgradeTransport {
                 if (idleNanos >= window) {
                     break;
                 }
-                // the first half spins; the second yields, so a thread this one keeps from its core can run
-                if (idleNanos < window >> 1) {
+                // a few microseconds of spinning catch a reply's next request; past them the agent yields, so on a
+                // core shared with more runnable threads (other agents, the clients) each gets its turn within a few
+                // microseconds, and on an idle core a yield returns at once
+                if (idleNanos < SPIN_NANOS) {
                     Thread.onSpinWait();
                 } else {
                     Thread.yield();
