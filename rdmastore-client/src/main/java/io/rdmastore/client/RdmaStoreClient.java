@@ -664,6 +664,10 @@ public final class RdmaStoreClient implements AutoCloseable {
         return command(true, v -> v, args);
     }
 
+    public Object readCommand(Object... args) {
+        return sync(readCommandAsync(args));
+    }
+
     private <T> CompletableFuture<T> command(boolean read, java.util.function.Function<Object, T> as, Object... args) {
         byte[][] argv = argv(args);
         return call(read ? ProtocolDescriptor.COMMAND_READ : ProtocolDescriptor.COMMAND, w -> keys(w, argv),
