@@ -121,6 +121,12 @@ public final class NativeCommands {
                 return;
             }
         }
+        String misrouted = face.cluster() == null ? null : route(commands);
+        if (misrouted != null) {
+            face.multi.discard(c);
+            w.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(misrouted);
+            return;
+        }
         run(c, new byte[][] {MULTI});
         for (byte[][] argv : commands) {
             run(c, argv);
@@ -128,6 +134,32 @@ public final class NativeCommands {
         discardOutput(c);
         run(c, new byte[][] {EXEC});
         reply(c, id, w);
+    }
+
+    /**
+     * Cluster mode: a transaction runs only where every key it names is served (as Redis Cluster checks MULTI's
+     * commands when they are queued): CROSSSLOT when its keys are in several slots, the redirect when the slot is
+     * another node's; null when it may run here.
+     */
+    private String route(List<byte[][]> commands) {
+        int slot = -1;
+        boolean write = false;
+        for (byte[][] argv : commands) {
+            RespCommand cmd = RespCommand.lookup(argv[0]);
+            if (cmd == null || cmd.firstKey <= 0 || !cmd.arityOk(argv.length)) {
+                continue;
+            }
+            write |= cmd.write;
+            int last = Math.min(cmd.lastKey >= 0 ? cmd.lastKey : argv.length + cmd.lastKey, argv.length - 1);
+            for (int i = cmd.firstKey; i <= last; i += cmd.step) {
+                int s = io.rdmastore.client.cluster.HashSlot.of(argv[i]);
+                if (slot >= 0 && s != slot) {
+                    return "CROSSSLOT Keys in request don't hash to the same slot";
+                }
+                slot = s;
+            }
+        }
+        return slot < 0 ? null : face.cluster().redirect(slot, write, true);
     }
 
     /** WATCH: registers the keys on a connection of their own; writes the id a TRANSACTION names. */
@@ -293,7 +325,13 @@ public final class NativeCommands {
         }
         int at = resp.readerIndex();
         if (resp.getByte(at) == '-') {
-            w.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(line(resp, at + 1));
+            String error = line(resp, at + 1);
+            if (error.startsWith("ASK ")) {
+                // a native client has no ASKING: it retries TRYAGAIN until the slot's move ends, as for native opcodes
+                error = "TRYAGAIN slot " + error.substring(4, error.indexOf(' ', 4) > 0 ? error.indexOf(' ', 4)
+                    : error.length()) + " is migrating";
+            }
+            w.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(error);
             return;
         }
         w.header(status, id);
