@@ -121,6 +121,12 @@ public final class NativeCommands {
                 return;
             }
         }
+        if (!face.store.writesAllowed() && anyWrite(commands)) {
+            // refused whole, as a replica refuses MULTI's writes when they are queued: nothing runs, the client fails over
+            face.multi.discard(c);
+            w.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(face.store.readOnlyReason());
+            return;
+        }
         String misrouted = face.cluster() == null ? null : route(commands);
         if (misrouted != null) {
             face.multi.discard(c);
@@ -134,6 +140,16 @@ public final class NativeCommands {
         discardOutput(c);
         run(c, new byte[][] {EXEC});
         reply(c, id, w);
+    }
+
+    private static boolean anyWrite(List<byte[][]> commands) {
+        for (byte[][] argv : commands) {
+            RespCommand cmd = RespCommand.lookup(argv[0]);
+            if (cmd != null && cmd.write) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -674,7 +674,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             String m = String.valueOf(e.getMessage());
             if (host != null) {
                 // a native client fails over on NOTPRIMARY, as for its other writes
-                out().error(m.startsWith("NOTPRIMARY") ? m : "NOTPRIMARY this member does not accept writes: " + m);
+                out().error(m.startsWith("NOTPRIMARY") ? m : face.store.readOnlyReason());
             } else {
                 out().error(m.startsWith("NOREPLICAS") ? m
                     : "READONLY You can't write against a read only replica.");
