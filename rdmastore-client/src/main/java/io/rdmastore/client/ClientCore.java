@@ -1218,7 +1218,12 @@ final class ClientCore implements AutoCloseable {
                 }
                 p = pubsub;
                 if (p == null) {
-                    p = new PubSub(server);
+                    p = new PubSub(server, () -> {
+                        Session s = session;
+                        if (s != null) {
+                            s.connection.close();
+                        }
+                    });
                     pubsub = p;
                 }
             }

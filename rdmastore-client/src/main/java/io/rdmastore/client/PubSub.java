@@ -26,8 +26,18 @@ final class PubSub {
     private static final byte[] MESSAGE = "message".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] PMESSAGE = "pmessage".getBytes(StandardCharsets.US_ASCII);
 
+    /**
+     * Message bytes handed to the delivery thread and not yet delivered, past which the client drops its connection,
+     * as the server drops a subscriber that does not read: listeners slower than the publishers must not grow the
+     * client's memory without bound. 64 MiB, twice the server's default pub/sub output limit.
+     */
+    static final long MAX_PENDING_BYTES = 64L << 20;
+
     /** Sends (P)(UN)SUBSCRIBE for names: (opcode, names) to the server's count of subscriptions. */
     private final BiFunction<Byte, List<byte[]>, Long> server;
+    /** Closes the connection the subscriptions live on (a slow listener's overflow). */
+    private final Runnable disconnect;
+    private final java.util.concurrent.atomic.AtomicLong pendingBytes = new java.util.concurrent.atomic.AtomicLong();
     private final Map<ByteBuffer, List<Subscription>> channels = new HashMap<>();
     private final Map<ByteBuffer, List<Subscription>> patterns = new HashMap<>();
     private final ExecutorService delivery = Executors.newSingleThreadExecutor(r -> {
@@ -36,8 +46,9 @@ final class PubSub {
         return t;
     });
 
-    PubSub(BiFunction<Byte, List<byte[]>, Long> server) {
+    PubSub(BiFunction<Byte, List<byte[]>, Long> server, Runnable disconnect) {
         this.server = server;
+        this.disconnect = disconnect;
     }
 
     /** Registers {@code s}, then subscribes the server to its names; the caller's thread, waits for the reply. */
@@ -105,8 +116,17 @@ final class PubSub {
             targets = List.copyOf(targets);
         }
         List<Subscription> to = targets;
+        long size = m.channel().length + m.message().length + 64L;
+        if (pendingBytes.addAndGet(size) > MAX_PENDING_BYTES) {
+            pendingBytes.addAndGet(-size);
+            LOG.warn("pub/sub listeners are {} bytes of messages behind (limit {}): closing the connection, which ends "
+                + "its subscriptions", pendingBytes.get(), MAX_PENDING_BYTES);
+            disconnect.run();
+            return;
+        }
         try {
             delivery.execute(() -> {
+                pendingBytes.addAndGet(-size);
                 for (Subscription s : to) {
                     try {
                         s.deliver(m);

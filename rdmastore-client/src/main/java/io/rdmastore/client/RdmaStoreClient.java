@@ -13,7 +13,8 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The rdmastore client: key/value, hash and document operations over the native protocol, on TCP or UCX.
+ * The rdmastore client: key/value, hash, list, set, sorted set and document operations, transactions and pub/sub over
+ * the native protocol, on TCP or UCX.
  *
  * <pre>{@code
  * try (RdmaStoreClient client = RdmaStoreClient.connect("rdmastore://127.0.0.1:7379?transport=auto&timeout=5s")) {
@@ -21,13 +22,16 @@ import java.util.concurrent.CompletableFuture;
  *     String v = client.get("greeting");
  *     CompletableFuture<byte[]> f = client.getAsync("greeting".getBytes(UTF_8));   // pipelined
  *     client.collection("users").insertOne(BsonDocument.parse("{name: 'ada', age: 36}"));
+ *     client.rpush("queue", "job1");
+ *     List<Object> r = client.transaction(tx -> tx.lpush("log", "a").incr("n"));
+ *     Subscription s = client.subscribe(m -> System.out.println(m.messageString()), "news");
  * }
  * }</pre>
  *
  * <p>Every operation has a synchronous method, which waits for the reply and throws {@link RdmaStoreException}, and an
  * asynchronous {@code ...Async} method, whose future completes on the transport thread (do not block inside its
  * callbacks; use {@code thenApplyAsync} for heavy work). Asynchronous calls pipeline: many may be in flight on the one
- * connection, and the server answers them in order.
+ * connection, and the server answers them in order (a blocking pop answers when it completes).
  *
  * <p>Failures: {@link RdmaStoreServerException} (the server's error reply, e.g. {@code WRONGTYPE}; the connection stays
  * usable), {@link RdmaStoreTimeoutException} (no reply within the call's time-out: {@code timeout} of the URI, or of

@@ -210,6 +210,10 @@ class DataTypesTest {
                 () -> c.readCommand("LPUSH", t + ":ro", "x"));
             assertTrue(e.getMessage().contains("not a read-only command"), e.getMessage());
             assertEquals(0L, c.command("LLEN", t + ":ro"), "nothing was pushed");
+            byte[] longKey = new byte[70_000];
+            RdmaStoreServerException size = assertThrows(RdmaStoreServerException.class,
+                () -> c.lpush(longKey, b("v")), "a key over maxKeyBytes");
+            assertTrue(size.getMessage().contains("exceeds limit"), size.getMessage());
             assertEquals("OK", c.command("SET", t + ":cmd", "1"));
             assertEquals(2L, c.command("INCR", t + ":cmd"));
             assertEquals("2", new String((byte[]) c.readCommand("GET", t + ":cmd"), StandardCharsets.UTF_8));
