@@ -876,11 +876,12 @@ public final class RdmaStoreClient implements AutoCloseable {
      * (nor later requests on the connection) while it waits; the call's time-out is {@code wait} plus the client's.
      */
     public CompletableFuture<Map.Entry<byte[], byte[]>> blpopAsync(Duration wait, byte[]... keys) {
-        return blocking("BLPOP", wait, keys);
+        return waiting(wait).blocking("BLPOP", wait, keys);
     }
 
     public Map.Entry<byte[], byte[]> blpop(Duration wait, byte[]... keys) {
-        return withTimeout(timeout.plus(wait)).sync(blpopAsync(wait, keys));
+        RdmaStoreClient view = waiting(wait);
+        return view.sync(view.blocking("BLPOP", wait, keys));
     }
 
     public Map.Entry<String, String> blpop(Duration wait, String... keys) {
@@ -889,11 +890,20 @@ public final class RdmaStoreClient implements AutoCloseable {
 
     /** BRPOP: as {@link #blpopAsync}, from the tail. */
     public CompletableFuture<Map.Entry<byte[], byte[]>> brpopAsync(Duration wait, byte[]... keys) {
-        return blocking("BRPOP", wait, keys);
+        return waiting(wait).blocking("BRPOP", wait, keys);
     }
 
     public Map.Entry<byte[], byte[]> brpop(Duration wait, byte[]... keys) {
-        return withTimeout(timeout.plus(wait)).sync(brpopAsync(wait, keys));
+        RdmaStoreClient view = waiting(wait);
+        return view.sync(view.blocking("BRPOP", wait, keys));
+    }
+
+    /** A view whose call time-out covers a blocking command's {@code wait} on top of this view's time-out. */
+    private RdmaStoreClient waiting(Duration wait) {
+        if (wait.isNegative() || wait.isZero()) {
+            throw new IllegalArgumentException("a blocking pop needs a positive wait, got " + wait);
+        }
+        return withTimeout(timeout.plus(wait));
     }
 
     public Map.Entry<String, String> brpop(Duration wait, String... keys) {
@@ -901,9 +911,6 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     private CompletableFuture<Map.Entry<byte[], byte[]>> blocking(String name, Duration wait, byte[][] keys) {
-        if (wait.isNegative() || wait.isZero()) {
-            throw new IllegalArgumentException(name + " needs a positive wait, got " + wait);
-        }
         if (keys.length == 0) {
             throw new IllegalArgumentException(name + " needs at least one key");
         }
@@ -911,7 +918,7 @@ public final class RdmaStoreClient implements AutoCloseable {
         args[0] = name;
         System.arraycopy(keys, 0, args, 1, keys.length);
         args[keys.length + 1] = String.format(java.util.Locale.ROOT, "%.3f", wait.toNanos() / 1e9);
-        return withTimeout(timeout.plus(wait)).command(false, Values::asKeyValue, args);
+        return command(false, Values::asKeyValue, args);
     }
 
     private static Map.Entry<String, String> text(Map.Entry<byte[], byte[]> e) {
