@@ -83,7 +83,7 @@ public final class NativeCommands {
             w.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(refused);
             return true;
         }
-        if (cmd.flags.length > 0 && contains(cmd.flags, "blocking")) {
+        if (contains(cmd.flags, "blocking")) {
             Waiter parkable = new Waiter(id);
             RespConnection waiter = new RespConnection(face, conn.id, true, parkable);
             run(waiter, argv);
