@@ -116,13 +116,14 @@ final class ClientCore implements AutoCloseable {
     static {
         for (byte op : new byte[] {ProtocolDescriptor.GET, ProtocolDescriptor.EXISTS, ProtocolDescriptor.PTTL,
             ProtocolDescriptor.HGET, ProtocolDescriptor.HGETALL, ProtocolDescriptor.MGET, ProtocolDescriptor.DOC_FIND,
-            ProtocolDescriptor.DOC_COUNT, ProtocolDescriptor.BLOB_GET}) {
+            ProtocolDescriptor.DOC_COUNT, ProtocolDescriptor.BLOB_GET, ProtocolDescriptor.COMMAND_READ}) {
             KIND[op] = READ;
         }
         for (byte op : new byte[] {ProtocolDescriptor.SET, ProtocolDescriptor.DEL, ProtocolDescriptor.PEXPIRE,
             ProtocolDescriptor.INCRBY, ProtocolDescriptor.HSET, ProtocolDescriptor.HDEL, ProtocolDescriptor.MSET,
             ProtocolDescriptor.DOC_INSERT, ProtocolDescriptor.DOC_UPDATE, ProtocolDescriptor.DOC_DELETE,
-            ProtocolDescriptor.BLOB_PUT, ProtocolDescriptor.BLOB_DEL}) {
+            ProtocolDescriptor.BLOB_PUT, ProtocolDescriptor.BLOB_DEL, ProtocolDescriptor.COMMAND,
+            ProtocolDescriptor.TRANSACTION}) {
             KIND[op] = WRITE;
         }
     }
@@ -154,6 +155,8 @@ final class ClientCore implements AutoCloseable {
     /** Replica set with a read preference other than primary: the secondary serving reads, or null. */
     private volatile Session secondary;
     private volatile Topology topology;
+    /** Subscriptions, made on the first subscribe; guarded by connectLock when set. */
+    private volatile PubSub pubsub;
     /** Channels to other members for blob puts' parallel pulls, by address. */
     private final Map<String, PeerChannel> memberChannels = new java.util.concurrent.ConcurrentHashMap<>();
     /** Members to ask for their ROLE: the seeds, then every member a ROLE reply named. Guarded by connectLock. */
@@ -275,6 +278,11 @@ final class ClientCore implements AutoCloseable {
             long id = message.get(LONG, ProtocolDescriptor.REQUEST_ID_OFFSET);
             WireReader r = reader.wrap(message, ProtocolDescriptor.HEADER_LENGTH);
             if (id == ProtocolDescriptor.UNSOLICITED_REQUEST_ID) {
+                if (status == ProtocolDescriptor.STATUS_PUSH) {
+                    push(r);
+                    r.clear();
+                    return;
+                }
                 serverReason = r.restString();
                 r.clear();
                 return;
@@ -307,6 +315,19 @@ final class ClientCore implements AutoCloseable {
                         + (write ? " (outcome unknown: the write may have been applied)" : ""), cause, write));
                 }
             }
+        }
+    }
+
+    /** A pub/sub message pushed by the server: decoded here, delivered on the pub/sub thread. Transport thread. */
+    private void push(WireReader r) {
+        PubSub p = pubsub;
+        if (p == null) {
+            return;
+        }
+        try {
+            p.onPush(Values.read(r));
+        } catch (ProtocolException e) {
+            LOG.warn("ignoring a malformed push: {}", e.getMessage());
         }
     }
 
@@ -1187,6 +1208,29 @@ final class ClientCore implements AutoCloseable {
         return new RdmaStoreException(ProtocolDescriptor.opcodeName(opcode) + " failed: " + cause, cause);
     }
 
+    /** The client's subscriptions; {@code server} sends a (P)(UN)SUBSCRIBE and returns the subscription count. */
+    PubSub pubsub(java.util.function.BiFunction<Byte, List<byte[]>, Long> server) {
+        PubSub p = pubsub;
+        if (p == null) {
+            synchronized (connectLock) {
+                if (closed) {
+                    throw new RdmaStoreException("client is closed");
+                }
+                p = pubsub;
+                if (p == null) {
+                    p = new PubSub(server, () -> {
+                        Session s = session;
+                        if (s != null) {
+                            s.connection.close();
+                        }
+                    });
+                    pubsub = p;
+                }
+            }
+        }
+        return p;
+    }
+
     @Override
     public void close() {
         synchronized (connectLock) {
@@ -1194,6 +1238,9 @@ final class ClientCore implements AutoCloseable {
                 return;
             }
             closed = true;
+            if (pubsub != null) {
+                pubsub.close();
+            }
             memberChannels.values().forEach(PeerChannel::close);
             for (Session s : new Session[] {session, secondary}) {
                 if (s != null) {

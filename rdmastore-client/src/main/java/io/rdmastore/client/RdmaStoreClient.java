@@ -13,7 +13,8 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The rdmastore client: key/value, hash and document operations over the native protocol, on TCP or UCX.
+ * The rdmastore client: key/value, hash, list, set, sorted set and document operations, transactions and pub/sub over
+ * the native protocol, on TCP or UCX.
  *
  * <pre>{@code
  * try (RdmaStoreClient client = RdmaStoreClient.connect("rdmastore://127.0.0.1:7379?transport=auto&timeout=5s")) {
@@ -21,13 +22,16 @@ import java.util.concurrent.CompletableFuture;
  *     String v = client.get("greeting");
  *     CompletableFuture<byte[]> f = client.getAsync("greeting".getBytes(UTF_8));   // pipelined
  *     client.collection("users").insertOne(BsonDocument.parse("{name: 'ada', age: 36}"));
+ *     client.rpush("queue", "job1");
+ *     List<Object> r = client.transaction(tx -> tx.lpush("log", "a").incr("n"));
+ *     Subscription s = client.subscribe(m -> System.out.println(m.messageString()), "news");
  * }
  * }</pre>
  *
  * <p>Every operation has a synchronous method, which waits for the reply and throws {@link RdmaStoreException}, and an
  * asynchronous {@code ...Async} method, whose future completes on the transport thread (do not block inside its
  * callbacks; use {@code thenApplyAsync} for heavy work). Asynchronous calls pipeline: many may be in flight on the one
- * connection, and the server answers them in order.
+ * connection, and the server answers them in order (a blocking pop answers when it completes).
  *
  * <p>Failures: {@link RdmaStoreServerException} (the server's error reply, e.g. {@code WRONGTYPE}; the connection stays
  * usable), {@link RdmaStoreTimeoutException} (no reply within the call's time-out: {@code timeout} of the URI, or of
@@ -641,6 +645,722 @@ public final class RdmaStoreClient implements AutoCloseable {
 
     public long hdel(String key, String... fields) {
         return hdel(utf8(key), utf8(fields));
+    }
+
+    // ---- data-type commands (lists, sets, sorted sets), transactions and pub/sub: opcodes 41-49 ----
+
+    /**
+     * Any data-type command the server's RESP face knows (strings, hashes, lists, sets, sorted sets, keys, PUBLISH),
+     * e.g. {@code commandAsync("LPOS", "k", "x")}; arguments are {@code byte[]}, text (UTF-8) or numbers. The value:
+     * null, {@link Long}, {@link Double}, {@code byte[]}, {@link String} (a status such as "OK") or a {@link List} of
+     * these. Sent as a write (COMMAND); admin, connection and transaction commands are refused by the server.
+     */
+    public CompletableFuture<Object> commandAsync(Object... args) {
+        return command(false, v -> v, args);
+    }
+
+    public Object command(Object... args) {
+        return sync(commandAsync(args));
+    }
+
+    /** As {@link #commandAsync}, for a read-only command: a replica set may serve it from a secondary (COMMAND_READ). */
+    public CompletableFuture<Object> readCommandAsync(Object... args) {
+        return command(true, v -> v, args);
+    }
+
+    public Object readCommand(Object... args) {
+        return sync(readCommandAsync(args));
+    }
+
+    private <T> CompletableFuture<T> command(boolean read, java.util.function.Function<Object, T> as, Object... args) {
+        byte[][] argv = argv(args);
+        return call(read ? ProtocolDescriptor.COMMAND_READ : ProtocolDescriptor.COMMAND, w -> keys(w, argv),
+            (st, r) -> as.apply(Values.read(r)));
+    }
+
+    private static byte[][] argv(Object... args) {
+        byte[][] argv = new byte[args.length][];
+        for (int i = 0; i < args.length; i++) {
+            argv[i] = Transaction.arg(args[i]);
+        }
+        return argv;
+    }
+
+    private static Object[] args(String name, Object key, Object[] rest) {
+        return Transaction.prepend(name, key, rest);
+    }
+
+    private static Object[] texts(String[] s) {
+        return s;
+    }
+
+    // ---- lists ----
+
+    /** LPUSH: prepends the values (the last ends up first); returns the list's new length. */
+    public CompletableFuture<Long> lpushAsync(byte[] key, byte[]... values) {
+        return command(false, Values::asLong, args("LPUSH", key(key), values));
+    }
+
+    public long lpush(byte[] key, byte[]... values) {
+        return sync(lpushAsync(key, values));
+    }
+
+    public long lpush(String key, String... values) {
+        return sync(command(false, Values::asLong, args("LPUSH", key, texts(values))));
+    }
+
+    /** RPUSH: appends the values; returns the list's new length. */
+    public CompletableFuture<Long> rpushAsync(byte[] key, byte[]... values) {
+        return command(false, Values::asLong, args("RPUSH", key(key), values));
+    }
+
+    public long rpush(byte[] key, byte[]... values) {
+        return sync(rpushAsync(key, values));
+    }
+
+    public long rpush(String key, String... values) {
+        return sync(command(false, Values::asLong, args("RPUSH", key, texts(values))));
+    }
+
+    /** LPOP: removes and returns the first element, or null when the list is empty or missing. */
+    public CompletableFuture<byte[]> lpopAsync(byte[] key) {
+        return command(false, Values::asBytes, "LPOP", key(key));
+    }
+
+    public byte[] lpop(byte[] key) {
+        return sync(lpopAsync(key));
+    }
+
+    public String lpop(String key) {
+        return string(lpop(utf8(key)));
+    }
+
+    /** LPOP with a count: up to {@code count} elements from the head; empty when the list is missing. */
+    public CompletableFuture<List<byte[]>> lpopAsync(byte[] key, long count) {
+        return command(false, Values::asBytesList, "LPOP", key(key), count);
+    }
+
+    public List<String> lpop(String key, long count) {
+        return Values.strings(sync(lpopAsync(utf8(key), count)));
+    }
+
+    /** RPOP: removes and returns the last element, or null. */
+    public CompletableFuture<byte[]> rpopAsync(byte[] key) {
+        return command(false, Values::asBytes, "RPOP", key(key));
+    }
+
+    public byte[] rpop(byte[] key) {
+        return sync(rpopAsync(key));
+    }
+
+    public String rpop(String key) {
+        return string(rpop(utf8(key)));
+    }
+
+    /** RPOP with a count: up to {@code count} elements from the tail, the last first. */
+    public CompletableFuture<List<byte[]>> rpopAsync(byte[] key, long count) {
+        return command(false, Values::asBytesList, "RPOP", key(key), count);
+    }
+
+    public List<String> rpop(String key, long count) {
+        return Values.strings(sync(rpopAsync(utf8(key), count)));
+    }
+
+    /** LRANGE: the elements from {@code start} to {@code stop} inclusive; negative indexes count from the tail. */
+    public CompletableFuture<List<byte[]>> lrangeAsync(byte[] key, long start, long stop) {
+        return command(true, Values::asBytesList, "LRANGE", key(key), start, stop);
+    }
+
+    public List<byte[]> lrange(byte[] key, long start, long stop) {
+        return sync(lrangeAsync(key, start, stop));
+    }
+
+    public List<String> lrange(String key, long start, long stop) {
+        return Values.strings(lrange(utf8(key), start, stop));
+    }
+
+    /** LLEN: the list's length, 0 when missing. */
+    public CompletableFuture<Long> llenAsync(byte[] key) {
+        return command(true, Values::asLong, "LLEN", key(key));
+    }
+
+    public long llen(byte[] key) {
+        return sync(llenAsync(key));
+    }
+
+    public long llen(String key) {
+        return llen(utf8(key));
+    }
+
+    /** LINDEX: the element at {@code index} (negative: from the tail), or null when out of range. */
+    public CompletableFuture<byte[]> lindexAsync(byte[] key, long index) {
+        return command(true, Values::asBytes, "LINDEX", key(key), index);
+    }
+
+    public byte[] lindex(byte[] key, long index) {
+        return sync(lindexAsync(key, index));
+    }
+
+    public String lindex(String key, long index) {
+        return string(lindex(utf8(key), index));
+    }
+
+    /** LSET: replaces the element at {@code index}; an index out of range is an error. */
+    public CompletableFuture<Void> lsetAsync(byte[] key, long index, byte[] value) {
+        return command(false, v -> null, "LSET", key(key), index, value);
+    }
+
+    public void lset(byte[] key, long index, byte[] value) {
+        sync(lsetAsync(key, index, value));
+    }
+
+    public void lset(String key, long index, String value) {
+        lset(utf8(key), index, utf8(value));
+    }
+
+    /** LREM: removes {@code count} occurrences of {@code value} (from the head; negative: from the tail; 0: all). */
+    public CompletableFuture<Long> lremAsync(byte[] key, long count, byte[] value) {
+        return command(false, Values::asLong, "LREM", key(key), count, value);
+    }
+
+    public long lrem(byte[] key, long count, byte[] value) {
+        return sync(lremAsync(key, count, value));
+    }
+
+    public long lrem(String key, long count, String value) {
+        return lrem(utf8(key), count, utf8(value));
+    }
+
+    /** LTRIM: keeps only the elements from {@code start} to {@code stop} inclusive. */
+    public CompletableFuture<Void> ltrimAsync(byte[] key, long start, long stop) {
+        return command(false, v -> null, "LTRIM", key(key), start, stop);
+    }
+
+    public void ltrim(byte[] key, long start, long stop) {
+        sync(ltrimAsync(key, start, stop));
+    }
+
+    public void ltrim(String key, long start, long stop) {
+        ltrim(utf8(key), start, stop);
+    }
+
+    /** LINSERT: inserts {@code value} before (or after) the first {@code pivot}; the new length, -1 without pivot. */
+    public CompletableFuture<Long> linsertAsync(byte[] key, boolean before, byte[] pivot, byte[] value) {
+        return command(false, Values::asLong, "LINSERT", key(key), before ? "BEFORE" : "AFTER", pivot, value);
+    }
+
+    public long linsert(byte[] key, boolean before, byte[] pivot, byte[] value) {
+        return sync(linsertAsync(key, before, pivot, value));
+    }
+
+    public long linsert(String key, boolean before, String pivot, String value) {
+        return linsert(utf8(key), before, utf8(pivot), utf8(value));
+    }
+
+    /** LMOVE: pops from {@code from}'s end of {@code source} and pushes to {@code to}'s end of {@code destination}. */
+    public CompletableFuture<byte[]> lmoveAsync(byte[] source, byte[] destination, ListEnd from, ListEnd to) {
+        return command(false, Values::asBytes, "LMOVE", key(source), key(destination), from, to);
+    }
+
+    public byte[] lmove(byte[] source, byte[] destination, ListEnd from, ListEnd to) {
+        return sync(lmoveAsync(source, destination, from, to));
+    }
+
+    public String lmove(String source, String destination, ListEnd from, ListEnd to) {
+        return string(lmove(utf8(source), utf8(destination), from, to));
+    }
+
+    /**
+     * BLPOP: pops the head of the first non-empty list among {@code keys}, waiting up to {@code wait} (> 0) for one
+     * to get an element; the key and the element, or null when the wait ended. The server does not hold its threads
+     * (nor later requests on the connection) while it waits; the call's time-out is {@code wait} plus the client's.
+     */
+    public CompletableFuture<Map.Entry<byte[], byte[]>> blpopAsync(Duration wait, byte[]... keys) {
+        return waiting(wait).blocking("BLPOP", wait, keys);
+    }
+
+    public Map.Entry<byte[], byte[]> blpop(Duration wait, byte[]... keys) {
+        RdmaStoreClient view = waiting(wait);
+        return view.sync(view.blocking("BLPOP", wait, keys));
+    }
+
+    public Map.Entry<String, String> blpop(Duration wait, String... keys) {
+        return text(blpop(wait, utf8(keys)));
+    }
+
+    /** BRPOP: as {@link #blpopAsync}, from the tail. */
+    public CompletableFuture<Map.Entry<byte[], byte[]>> brpopAsync(Duration wait, byte[]... keys) {
+        return waiting(wait).blocking("BRPOP", wait, keys);
+    }
+
+    public Map.Entry<byte[], byte[]> brpop(Duration wait, byte[]... keys) {
+        RdmaStoreClient view = waiting(wait);
+        return view.sync(view.blocking("BRPOP", wait, keys));
+    }
+
+    /** A view whose call time-out covers a blocking command's {@code wait} on top of this view's time-out. */
+    private RdmaStoreClient waiting(Duration wait) {
+        if (wait.isNegative() || wait.isZero()) {
+            throw new IllegalArgumentException("a blocking pop needs a positive wait, got " + wait);
+        }
+        return withTimeout(timeout.plus(wait));
+    }
+
+    public Map.Entry<String, String> brpop(Duration wait, String... keys) {
+        return text(brpop(wait, utf8(keys)));
+    }
+
+    private CompletableFuture<Map.Entry<byte[], byte[]>> blocking(String name, Duration wait, byte[][] keys) {
+        if (keys.length == 0) {
+            throw new IllegalArgumentException(name + " needs at least one key");
+        }
+        Object[] args = new Object[keys.length + 2];
+        args[0] = name;
+        System.arraycopy(keys, 0, args, 1, keys.length);
+        args[keys.length + 1] = String.format(java.util.Locale.ROOT, "%.3f", wait.toNanos() / 1e9);
+        return command(false, Values::asKeyValue, args);
+    }
+
+    private static Map.Entry<String, String> text(Map.Entry<byte[], byte[]> e) {
+        return e == null ? null : Map.entry(string(e.getKey()), string(e.getValue()));
+    }
+
+    // ---- sets ----
+
+    /** SADD: adds the members; returns how many were new. */
+    public CompletableFuture<Long> saddAsync(byte[] key, byte[]... members) {
+        return command(false, Values::asLong, args("SADD", key(key), members));
+    }
+
+    public long sadd(byte[] key, byte[]... members) {
+        return sync(saddAsync(key, members));
+    }
+
+    public long sadd(String key, String... members) {
+        return sync(command(false, Values::asLong, args("SADD", key, texts(members))));
+    }
+
+    /** SREM: removes the members; returns how many were there. */
+    public CompletableFuture<Long> sremAsync(byte[] key, byte[]... members) {
+        return command(false, Values::asLong, args("SREM", key(key), members));
+    }
+
+    public long srem(byte[] key, byte[]... members) {
+        return sync(sremAsync(key, members));
+    }
+
+    public long srem(String key, String... members) {
+        return sync(command(false, Values::asLong, args("SREM", key, texts(members))));
+    }
+
+    /** SMEMBERS: every member, in no particular order; empty when missing. */
+    public CompletableFuture<List<byte[]>> smembersAsync(byte[] key) {
+        return command(true, Values::asBytesList, "SMEMBERS", key(key));
+    }
+
+    public List<byte[]> smembers(byte[] key) {
+        return sync(smembersAsync(key));
+    }
+
+    public java.util.Set<String> smembers(String key) {
+        return Values.stringSet(smembers(utf8(key)));
+    }
+
+    /** SISMEMBER: whether {@code member} is in the set. */
+    public CompletableFuture<Boolean> sismemberAsync(byte[] key, byte[] member) {
+        return command(true, Values::asBoolean, "SISMEMBER", key(key), member);
+    }
+
+    public boolean sismember(byte[] key, byte[] member) {
+        return sync(sismemberAsync(key, member));
+    }
+
+    public boolean sismember(String key, String member) {
+        return sismember(utf8(key), utf8(member));
+    }
+
+    /** SCARD: the number of members, 0 when missing. */
+    public CompletableFuture<Long> scardAsync(byte[] key) {
+        return command(true, Values::asLong, "SCARD", key(key));
+    }
+
+    public long scard(byte[] key) {
+        return sync(scardAsync(key));
+    }
+
+    public long scard(String key) {
+        return scard(utf8(key));
+    }
+
+    /** SPOP: removes and returns a random member, or null when the set is empty. */
+    public CompletableFuture<byte[]> spopAsync(byte[] key) {
+        return command(false, Values::asBytes, "SPOP", key(key));
+    }
+
+    public byte[] spop(byte[] key) {
+        return sync(spopAsync(key));
+    }
+
+    public String spop(String key) {
+        return string(spop(utf8(key)));
+    }
+
+    /** SPOP with a count: up to {@code count} random members, removed. */
+    public CompletableFuture<List<byte[]>> spopAsync(byte[] key, long count) {
+        return command(false, Values::asBytesList, "SPOP", key(key), count);
+    }
+
+    public List<String> spop(String key, long count) {
+        return Values.strings(sync(spopAsync(utf8(key), count)));
+    }
+
+    /** SRANDMEMBER: a random member (not removed), or null. */
+    public CompletableFuture<byte[]> srandmemberAsync(byte[] key) {
+        return command(true, Values::asBytes, "SRANDMEMBER", key(key));
+    }
+
+    public byte[] srandmember(byte[] key) {
+        return sync(srandmemberAsync(key));
+    }
+
+    public String srandmember(String key) {
+        return string(srandmember(utf8(key)));
+    }
+
+    /** SRANDMEMBER with a count: distinct members when positive, possibly repeated when negative. */
+    public CompletableFuture<List<byte[]>> srandmemberAsync(byte[] key, long count) {
+        return command(true, Values::asBytesList, "SRANDMEMBER", key(key), count);
+    }
+
+    public List<String> srandmember(String key, long count) {
+        return Values.strings(sync(srandmemberAsync(utf8(key), count)));
+    }
+
+    /** SINTER: the members in every one of the sets. */
+    public CompletableFuture<List<byte[]>> sinterAsync(byte[]... keys) {
+        return setOp("SINTER", keys);
+    }
+
+    public java.util.Set<String> sinter(String... keys) {
+        return Values.stringSet(sync(sinterAsync(utf8(keys))));
+    }
+
+    /** SUNION: the members in any of the sets. */
+    public CompletableFuture<List<byte[]>> sunionAsync(byte[]... keys) {
+        return setOp("SUNION", keys);
+    }
+
+    public java.util.Set<String> sunion(String... keys) {
+        return Values.stringSet(sync(sunionAsync(utf8(keys))));
+    }
+
+    /** SDIFF: the members of the first set that are in none of the others. */
+    public CompletableFuture<List<byte[]>> sdiffAsync(byte[]... keys) {
+        return setOp("SDIFF", keys);
+    }
+
+    public java.util.Set<String> sdiff(String... keys) {
+        return Values.stringSet(sync(sdiffAsync(utf8(keys))));
+    }
+
+    private CompletableFuture<List<byte[]>> setOp(String name, byte[][] keys) {
+        Object[] args = new Object[keys.length + 1];
+        args[0] = name;
+        System.arraycopy(keys, 0, args, 1, keys.length);
+        return command(true, Values::asBytesList, args);
+    }
+
+    // ---- sorted sets ----
+
+    /**
+     * ZADD: sets the members' scores ({@code scores}: member to score, in the map's order) under {@code options};
+     * returns how many members were added (with CH: added or changed).
+     */
+    public CompletableFuture<Long> zaddAsync(byte[] key, ZAddOptions options, Map<byte[], Double> scores) {
+        List<Object> a = new ArrayList<>(scores.size() * 2 + 7);
+        a.add("ZADD");
+        a.add(key(key));
+        if (options.onlyNew()) {
+            a.add("NX");
+        }
+        if (options.onlyExisting()) {
+            a.add("XX");
+        }
+        if (options.onlyGreater()) {
+            a.add("GT");
+        }
+        if (options.onlyLess()) {
+            a.add("LT");
+        }
+        if (options.countChanged()) {
+            a.add("CH");
+        }
+        for (Map.Entry<byte[], Double> e : scores.entrySet()) {
+            a.add(Objects.requireNonNull(e.getValue(), "score"));
+            a.add(e.getKey());
+        }
+        return command(false, Values::asLong, a.toArray());
+    }
+
+    public long zadd(byte[] key, ZAddOptions options, Map<byte[], Double> scores) {
+        return sync(zaddAsync(key, options, scores));
+    }
+
+    /** ZADD of text members; {@code scores} is member to score. */
+    public long zadd(String key, ZAddOptions options, Map<String, Double> scores) {
+        Map<byte[], Double> raw = new LinkedHashMap<>();
+        for (Map.Entry<String, Double> e : scores.entrySet()) {
+            raw.put(utf8(e.getKey()), e.getValue());
+        }
+        return zadd(utf8(key), options, raw);
+    }
+
+    public long zadd(String key, double score, String member) {
+        return zadd(key, ZAddOptions.NONE, Map.of(member, score));
+    }
+
+    /** ZINCRBY: adds {@code delta} to the member's score (a missing member starts at 0); the new score. */
+    public CompletableFuture<Double> zincrbyAsync(byte[] key, double delta, byte[] member) {
+        return command(false, Values::asDouble, "ZINCRBY", key(key), delta, member);
+    }
+
+    public double zincrby(byte[] key, double delta, byte[] member) {
+        return sync(zincrbyAsync(key, delta, member));
+    }
+
+    public double zincrby(String key, double delta, String member) {
+        return zincrby(utf8(key), delta, utf8(member));
+    }
+
+    /** ZSCORE: the member's score, or null. */
+    public CompletableFuture<Double> zscoreAsync(byte[] key, byte[] member) {
+        return command(true, Values::asDouble, "ZSCORE", key(key), member);
+    }
+
+    public Double zscore(byte[] key, byte[] member) {
+        return sync(zscoreAsync(key, member));
+    }
+
+    public Double zscore(String key, String member) {
+        return zscore(utf8(key), utf8(member));
+    }
+
+    /** ZRANK: the member's index by ascending score, or null. */
+    public CompletableFuture<Long> zrankAsync(byte[] key, byte[] member) {
+        return command(true, Values::asLongOrNull, "ZRANK", key(key), member);
+    }
+
+    public Long zrank(String key, String member) {
+        return sync(zrankAsync(utf8(key), utf8(member)));
+    }
+
+    /** ZREVRANK: the member's index by descending score, or null. */
+    public CompletableFuture<Long> zrevrankAsync(byte[] key, byte[] member) {
+        return command(true, Values::asLongOrNull, "ZREVRANK", key(key), member);
+    }
+
+    public Long zrevrank(String key, String member) {
+        return sync(zrevrankAsync(utf8(key), utf8(member)));
+    }
+
+    /** ZCARD: the number of members, 0 when missing. */
+    public CompletableFuture<Long> zcardAsync(byte[] key) {
+        return command(true, Values::asLong, "ZCARD", key(key));
+    }
+
+    public long zcard(byte[] key) {
+        return sync(zcardAsync(key));
+    }
+
+    public long zcard(String key) {
+        return zcard(utf8(key));
+    }
+
+    /** ZREM: removes the members; returns how many were there. */
+    public CompletableFuture<Long> zremAsync(byte[] key, byte[]... members) {
+        return command(false, Values::asLong, args("ZREM", key(key), members));
+    }
+
+    public long zrem(byte[] key, byte[]... members) {
+        return sync(zremAsync(key, members));
+    }
+
+    public long zrem(String key, String... members) {
+        return sync(command(false, Values::asLong, args("ZREM", key, texts(members))));
+    }
+
+    /** ZRANGE by rank: the members from {@code start} to {@code stop} inclusive, by ascending score. */
+    public CompletableFuture<List<byte[]>> zrangeAsync(byte[] key, long start, long stop) {
+        return command(true, Values::asBytesList, "ZRANGE", key(key), start, stop);
+    }
+
+    public List<String> zrange(String key, long start, long stop) {
+        return Values.strings(sync(zrangeAsync(utf8(key), start, stop)));
+    }
+
+    /** ZRANGE by rank WITHSCORES. */
+    public CompletableFuture<List<ScoredMember>> zrangeWithScoresAsync(byte[] key, long start, long stop) {
+        return command(true, Values::asScored, "ZRANGE", key(key), start, stop, "WITHSCORES");
+    }
+
+    public List<ScoredMember> zrangeWithScores(String key, long start, long stop) {
+        return sync(zrangeWithScoresAsync(utf8(key), start, stop));
+    }
+
+    /** ZRANGEBYSCORE: members with {@code min <= score <= max} (infinities allowed), by ascending score. */
+    public CompletableFuture<List<byte[]>> zrangeByScoreAsync(byte[] key, double min, double max) {
+        return command(true, Values::asBytesList, "ZRANGEBYSCORE", key(key), min, max);
+    }
+
+    public List<String> zrangeByScore(String key, double min, double max) {
+        return Values.strings(sync(zrangeByScoreAsync(utf8(key), min, max)));
+    }
+
+    /** ZRANGEBYSCORE WITHSCORES. */
+    public CompletableFuture<List<ScoredMember>> zrangeByScoreWithScoresAsync(byte[] key, double min, double max) {
+        return command(true, Values::asScored, "ZRANGEBYSCORE", key(key), min, max, "WITHSCORES");
+    }
+
+    public List<ScoredMember> zrangeByScoreWithScores(String key, double min, double max) {
+        return sync(zrangeByScoreWithScoresAsync(utf8(key), min, max));
+    }
+
+    /** ZPOPMIN: removes and returns up to {@code count} members with the lowest scores. */
+    public CompletableFuture<List<ScoredMember>> zpopminAsync(byte[] key, long count) {
+        return command(false, Values::asScored, "ZPOPMIN", key(key), count);
+    }
+
+    public List<ScoredMember> zpopmin(String key, long count) {
+        return sync(zpopminAsync(utf8(key), count));
+    }
+
+    /** ZPOPMAX: removes and returns up to {@code count} members with the highest scores, highest first. */
+    public CompletableFuture<List<ScoredMember>> zpopmaxAsync(byte[] key, long count) {
+        return command(false, Values::asScored, "ZPOPMAX", key(key), count);
+    }
+
+    public List<ScoredMember> zpopmax(String key, long count) {
+        return sync(zpopmaxAsync(utf8(key), count));
+    }
+
+    /** ZCOUNT: how many members have {@code min <= score <= max}. */
+    public CompletableFuture<Long> zcountAsync(byte[] key, double min, double max) {
+        return command(true, Values::asLong, "ZCOUNT", key(key), min, max);
+    }
+
+    public long zcount(String key, double min, double max) {
+        return sync(zcountAsync(utf8(key), min, max));
+    }
+
+    // ---- transactions ----
+
+    /**
+     * Runs the commands {@code body} queues as one transaction (MULTI/EXEC): atomically, with no other client's command
+     * between them, logged as one record. Returns one value per command, in order: null, {@link Long},
+     * {@link Double}, {@code byte[]}, {@link String} (a status such as "OK"), a {@link List} of these, or an
+     * {@link RdmaStoreServerException} for a command that failed when it ran (the others still ran, as in Redis). A
+     * command the server refuses before running any (unknown, wrong arguments) fails the whole call with
+     * {@code EXECABORT}.
+     */
+    public CompletableFuture<List<Object>> transactionAsync(java.util.function.Consumer<Transaction> body) {
+        return transactionAsync(0, body);
+    }
+
+    public List<Object> transaction(java.util.function.Consumer<Transaction> body) {
+        return sync(transactionAsync(body));
+    }
+
+    /** Run by {@link Watch}: {@code watch} 0 is none; null when a watched key changed. */
+    List<Object> transaction(long watch, java.util.function.Consumer<Transaction> body) {
+        return sync(transactionAsync(watch, body));
+    }
+
+    private CompletableFuture<List<Object>> transactionAsync(long watch, java.util.function.Consumer<Transaction> body) {
+        Transaction tx = new Transaction();
+        body.accept(tx);
+        List<byte[][]> commands = List.copyOf(tx.commands());
+        if (commands.isEmpty()) {
+            return CompletableFuture.completedFuture(List.of());
+        }
+        return call(ProtocolDescriptor.TRANSACTION, w -> {
+            w.i64(watch).i32(commands.size());
+            for (byte[][] argv : commands) {
+                keys(w, argv);
+            }
+        }, (st, r) -> {
+            Object v = Values.read(r);
+            return v == null ? null : Values.asList(v);
+        });
+    }
+
+    /**
+     * WATCH: watches the keys for one optimistic transaction ({@link Watch#transaction}), which runs only if none of
+     * them changed in between. Close the watch when no transaction follows.
+     */
+    public Watch watch(byte[]... keys) {
+        byte[][] ks = keys.clone();
+        long id = core.await(core.call(ProtocolDescriptor.WATCH, w -> keys(w, ks), LONG_REPLY, timeout), timeout);
+        return new Watch(this, id);
+    }
+
+    public Watch watch(String... keys) {
+        return watch(utf8(keys));
+    }
+
+    void unwatch(long id) {
+        core.await(core.call(ProtocolDescriptor.UNWATCH, w -> w.i64(id), (st, r) -> null, timeout), timeout);
+    }
+
+    // ---- pub/sub ----
+
+    /**
+     * SUBSCRIBE: {@code listener} receives the messages published to the channels (by any client, native or RESP) from
+     * when this returns until the subscription is closed, in the order the server sent them, on the client's pub/sub
+     * thread. Messages a listener does not consume fast enough queue in the server up to its pub/sub output limit,
+     * past which it disconnects this client.
+     */
+    public Subscription subscribe(MessageListener listener, byte[]... channels) {
+        return subscribe(listener, List.of(channels.clone()), false);
+    }
+
+    public Subscription subscribe(MessageListener listener, String... channels) {
+        return subscribe(listener, List.of(utf8(channels)), false);
+    }
+
+    /** PSUBSCRIBE: as {@link #subscribe} for every channel matching one of the glob patterns. */
+    public Subscription psubscribe(MessageListener listener, String... patterns) {
+        return subscribe(listener, List.of(utf8(patterns)), true);
+    }
+
+    private Subscription subscribe(MessageListener listener, List<byte[]> names, boolean pattern) {
+        Objects.requireNonNull(listener, "listener");
+        if (names.isEmpty()) {
+            throw new IllegalArgumentException("subscribe needs at least one channel or pattern");
+        }
+        return core.pubsub(this::subscription).subscribe(listener, names, pattern);
+    }
+
+    /** Sends one of the (P)(UN)SUBSCRIBE opcodes and waits: the subscriptions the connection holds after it. */
+    private long subscription(byte opcode, List<byte[]> names) {
+        return core.await(core.call(opcode, w -> {
+            w.i32(names.size());
+            for (byte[] n : names) {
+                w.bytes(n);
+            }
+        }, LONG_REPLY, timeout), timeout);
+    }
+
+    /** PUBLISH: sends {@code message} to the channel's subscribers (native and RESP); how many received it. */
+    public CompletableFuture<Long> publishAsync(byte[] channel, byte[] message) {
+        return command(false, Values::asLong, "PUBLISH", channel, message);
+    }
+
+    public long publish(byte[] channel, byte[] message) {
+        return sync(publishAsync(channel, message));
+    }
+
+    public long publish(String channel, String message) {
+        return publish(utf8(channel), utf8(message));
     }
 
     // ---- documents ----

@@ -213,6 +213,54 @@ public final class RdmaStoreClusterClient implements AutoCloseable {
         });
     }
 
+    // ---- data types (the rest through onKey(key, c -> c.zcount(...)) or command) ----
+
+    /** Any data-type command, sent to the node serving {@code key}'s slot (the command's keys must share it). */
+    public Object command(String key, Object... args) {
+        return onKey(utf8(key), c -> c.command(args));
+    }
+
+    public long lpush(String key, String... values) {
+        return onKey(utf8(key), c -> c.lpush(key, values));
+    }
+
+    public long rpush(String key, String... values) {
+        return onKey(utf8(key), c -> c.rpush(key, values));
+    }
+
+    public String lpop(String key) {
+        return onKey(utf8(key), c -> c.lpop(key));
+    }
+
+    public List<String> lrange(String key, long start, long stop) {
+        return onKey(utf8(key), c -> c.lrange(key, start, stop));
+    }
+
+    public long sadd(String key, String... members) {
+        return onKey(utf8(key), c -> c.sadd(key, members));
+    }
+
+    public java.util.Set<String> smembers(String key) {
+        return onKey(utf8(key), c -> c.smembers(key));
+    }
+
+    public long zadd(String key, double score, String member) {
+        return onKey(utf8(key), c -> c.zadd(key, score, member));
+    }
+
+    public Double zscore(String key, String member) {
+        return onKey(utf8(key), c -> c.zscore(key, member));
+    }
+
+    public List<String> zrange(String key, long start, long stop) {
+        return onKey(utf8(key), c -> c.zrange(key, start, stop));
+    }
+
+    /** A transaction on the node serving {@code key}'s slot; every key it names must be in that slot. */
+    public List<Object> transaction(String key, java.util.function.Consumer<Transaction> body) {
+        return onKey(utf8(key), c -> c.transaction(body));
+    }
+
     @Override
     public void close() {
         closed = true;

@@ -399,10 +399,133 @@ final class NativeSession implements MessageHandler {
                 replicaSetConfig(id, action, member, address);
             }
             case ProtocolDescriptor.CLUSTER_MAP -> clusterMap(id, r, w);
+            case ProtocolDescriptor.COMMAND, ProtocolDescriptor.COMMAND_READ -> {
+                byte[][] argv = keys(r, "argument", config.maxValueBytes());
+                r.end();
+                markStore();
+                commands().execute(id, argv, opcode == ProtocolDescriptor.COMMAND_READ, w);
+            }
+            case ProtocolDescriptor.TRANSACTION -> {
+                long watch = r.i64("watch");
+                int n = r.i32("command count");
+                if (n <= 0 || (long) n * 8 > r.remaining()) {
+                    throw new ProtocolException("command count " + n + " does not fit the " + r.remaining()
+                        + " remaining bytes");
+                }
+                List<byte[][]> list = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    list.add(keys(r, "argument", config.maxValueBytes()));
+                }
+                r.end();
+                markStore();
+                commands().transaction(id, watch, list, w);
+            }
+            case ProtocolDescriptor.WATCH -> {
+                byte[][] keys = keys(r, "key", config.maxKeyBytes());
+                r.end();
+                commands().watch(id, keys, w);
+            }
+            case ProtocolDescriptor.UNWATCH -> {
+                long watch = r.i64("watch");
+                r.end();
+                if (!commands().unwatch(watch)) {
+                    w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+                }
+            }
+            case ProtocolDescriptor.SUBSCRIBE, ProtocolDescriptor.PSUBSCRIBE, ProtocolDescriptor.UNSUBSCRIBE,
+                ProtocolDescriptor.PUNSUBSCRIBE -> {
+                boolean un = opcode == ProtocolDescriptor.UNSUBSCRIBE || opcode == ProtocolDescriptor.PUNSUBSCRIBE;
+                byte[][] names = channels(r, un);
+                r.end();
+                commands().subscribe(id, names,
+                    opcode == ProtocolDescriptor.PSUBSCRIBE || opcode == ProtocolDescriptor.PUNSUBSCRIBE, un, w);
+            }
             case ProtocolDescriptor.REPL_PREPARE, ProtocolDescriptor.REPL_FETCH, ProtocolDescriptor.REPL_SNAPSHOT,
                 ProtocolDescriptor.REPL_READ, ProtocolDescriptor.REPL_TERMS -> replication(opcode, id, r, w);
             default -> error(id, "ERR unknown opcode " + String.format("0x%02x", opcode)
                 + " (this server speaks native protocol version " + ProtocolDescriptor.VERSION + ")");
+        }
+    }
+
+    // ---- data-type commands (41-49) ----
+
+    /** This connection's data-type command runner, made on its first use; transport thread only. */
+    private io.rdmastore.server.resp.NativeCommands commands;
+
+    private io.rdmastore.server.resp.NativeCommands commands() {
+        if (commands == null) {
+            commands = new io.rdmastore.server.resp.NativeCommands(server.respFace(), server.clientId(this),
+                config.maxKeyBytes(), sink);
+            if (closed) {
+                commands.close();
+            }
+        }
+        return commands;
+    }
+
+    /** {@code count:i32, count x channel}; a count of 0 ({@code orNone}: all of the connection's) gives none. */
+    private byte[][] channels(WireReader r, boolean orNone) {
+        int n = r.i32("channel count");
+        if (n < 0 || (long) n * 4 > r.remaining() || (n == 0 && !orNone)) {
+            throw new ProtocolException("channel count " + n + " does not fit the " + r.remaining()
+                + " remaining bytes, or is 0");
+        }
+        byte[][] out = new byte[n][];
+        for (int i = 0; i < n; i++) {
+            out[i] = r.bytes("channel", config.maxKeyBytes());
+        }
+        return out;
+    }
+
+    /** Replies outside the request order (a blocking pop that completed) and pub/sub messages. */
+    private final io.rdmastore.server.resp.NativeCommands.Sink sink = new io.rdmastore.server.resp.NativeCommands.Sink() {
+        @Override
+        public void late(byte[] message, long writeIndex) {
+            if (writeIndex > 0) {
+                wroteAt(writeIndex);
+            }
+            sendUnordered(message, 0);
+        }
+
+        @Override
+        public void push(byte[] message, long limitBytes) {
+            sendUnordered(message, limitBytes);
+        }
+
+        @Override
+        public java.util.concurrent.ScheduledExecutorService scheduler() {
+            return server.retryExecutor();
+        }
+    };
+
+    /**
+     * Any thread: sends a message that keeps no place in the reply order: at once when nothing is queued, else behind
+     * what is. With {@code limitBytes} > 0 (pub/sub), a client with more than that queued is disconnected, like RESP's
+     * pub/sub output limit.
+     */
+    private void sendUnordered(byte[] message, long limitBytes) {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            if (queue.isEmpty()) {
+                int status = connection.offer(MemorySegment.ofArray(message));
+                if (status >= 0 || status == TransportStatus.CLOSED) {
+                    return;
+                }
+            }
+            queue.add(new PendingReply(message));
+            queued = queue.size();
+            queuedBytes += message.length;
+            long limit = limitBytes > 0 ? Math.min(limitBytes, config.maxPendingReplyBytes())
+                : config.maxPendingReplyBytes();
+            if (queuedBytes > limit && queue.size() > 1) {
+                LOG.info("closing {}: {} reply and message bytes queued for a client that does not read them "
+                    + "(limit {})", connection.remoteAddress(), queuedBytes, limit);
+                connection.close();
+                return;
+            }
+            drainLocked();
         }
     }
 
@@ -919,6 +1042,10 @@ final class NativeSession implements MessageHandler {
             queued = 0;
         }
         server.blobs().sessionClosed(this);
+        var running = commands;
+        if (running != null) {
+            running.close();
+        }
         server.sessionClosed(this, cause);
     }
 }

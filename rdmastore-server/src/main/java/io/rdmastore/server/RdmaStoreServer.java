@@ -146,19 +146,20 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (config.cluster()) {
             cluster = new io.rdmastore.server.cluster.ClusterNode(dir, () -> replicaSet);
         }
+        // built without the RESP port too: the native protocol's data-type commands run through its commands
+        resp = new RespFace(store, new RespFace.Context()
+            .password(config.password())
+            .version(VERSION)
+            .serverInfo(this::respInfo)
+            .replicaSet(() -> replicaSet)
+            .cluster(() -> cluster)
+            .nativeClients(this::nativeClients)
+            .clientIds(clientIds::incrementAndGet)
+            .admission(this::admission)
+            .passwordChanged(p -> password = p == null ? null : p.getBytes(StandardCharsets.UTF_8))
+            .maxOutputBytes(config.maxPendingReplyBytes())
+            .config(new ConfigView()));
         if (config.resp()) {
-            resp = new RespFace(store, new RespFace.Context()
-                .password(config.password())
-                .version(VERSION)
-                .serverInfo(this::respInfo)
-                .replicaSet(() -> replicaSet)
-                .cluster(() -> cluster)
-                .nativeClients(this::nativeClients)
-                .clientIds(clientIds::incrementAndGet)
-                .admission(this::admission)
-                .passwordChanged(p -> password = p == null ? null : p.getBytes(StandardCharsets.UTF_8))
-                .maxOutputBytes(config.maxPendingReplyBytes())
-                .config(new ConfigView()));
             tcpCtx.foreignProtocol(resp::initialize);
         }
         tcp = new TcpTransport(tcpCtx);
@@ -180,7 +181,7 @@ public final class RdmaStoreServer implements AutoCloseable {
         listener = network.listen(new InetSocketAddress(config.bind(), config.port()), this::onConnection);
         port = listener.localAddress().getPort();
         LOG.info("listening on {}:{} (native protocol v{}{}), password {}", config.bind(), port,
-            ProtocolDescriptor.VERSION, resp != null ? " and RESP" : "", config.password() != null ? "required"
+            ProtocolDescriptor.VERSION, config.resp() ? " and RESP" : "", config.password() != null ? "required"
                 : "not set");
         if (config.replicaSet() != null) {
             replicaSet = new ReplicaSet(store, config.replicaSet(), dir, config.password());
@@ -336,6 +337,17 @@ public final class RdmaStoreServer implements AutoCloseable {
     /** The blob store (after {@link #start()}). */
     public io.rdmastore.store.blob.BlobStore blobStore() {
         return store.blobs();
+    }
+
+    /** The RESP face's commands, which the native protocol's data-type opcodes run through (after start). */
+    RespFace respFace() {
+        return resp;
+    }
+
+    /** The client id of a native session (for CLIENT LIST), 0 when it is gone. */
+    long clientId(NativeSession s) {
+        Long id = sessions.get(s);
+        return id == null ? 0 : id;
     }
 
     ScheduledExecutorService retryExecutor() {

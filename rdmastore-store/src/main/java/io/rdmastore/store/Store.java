@@ -2654,6 +2654,11 @@ public final class Store implements AutoCloseable {
         return writesAllowed;
     }
 
+    /** Why writes are refused while {@link #writesAllowed()} is false: the text of their error (NOTPRIMARY ...). */
+    public String readOnlyReason() {
+        return readOnlyReason;
+    }
+
     /**
      * Appends frames received from the primary to this log, as they are (same bytes, same positions), and applies
      * each under the locks of what it touches, in order. Returns once they are handed to the OS (fsynced with

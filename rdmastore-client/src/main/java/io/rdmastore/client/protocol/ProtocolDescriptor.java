@@ -84,6 +84,30 @@ public final class ProtocolDescriptor {
     /** One more than the highest opcode of the contiguous range (CLUSTER_MAP is apart). */
     public static final int OPCODE_LIMIT = 38;
 
+    // ---- data-type commands (41-49): Redis commands run by the server's one command implementation ----
+    /**
+     * A Redis data-type command (lists, sets, sorted sets, strings, hashes, keys, PUBLISH) as an argument array:
+     * {@code count:i32, count x bytes}; the reply body is one {@link #VALUE_NIL value}. Blocking pops answer when they
+     * complete, possibly after replies to later requests (docs/protocol.md).
+     */
+    public static final byte COMMAND = 41;
+    /** As {@link #COMMAND}, restricted to read-only commands: a replica-set client may send it to a secondary. */
+    public static final byte COMMAND_READ = 42;
+    /** Commands run atomically as one EXEC: {@code watch:i64 (0 none), n:i32, n x (count:i32, count x bytes)}. */
+    public static final byte TRANSACTION = 43;
+    /** WATCH keys for a later TRANSACTION on this connection: {@code count:i32, count x key}; replies a watch id. */
+    public static final byte WATCH = 44;
+    /** Forget a watch id that no TRANSACTION used: {@code watch:i64}. */
+    public static final byte UNWATCH = 45;
+    /** Subscribe this connection to channels: {@code count:i32, count x channel}; replies subscriptions:i64. */
+    public static final byte SUBSCRIBE = 46;
+    /** Subscribe this connection to channel patterns (glob); as SUBSCRIBE. */
+    public static final byte PSUBSCRIBE = 47;
+    /** End channel subscriptions ({@code count} 0: all); replies the subscriptions left:i64. */
+    public static final byte UNSUBSCRIBE = 48;
+    /** End pattern subscriptions ({@code count} 0: all); replies the subscriptions left:i64. */
+    public static final byte PUNSUBSCRIBE = 49;
+
     // ---- reply statuses ----
     /** Success; the body depends on the opcode. */
     public static final byte STATUS_OK = 0;
@@ -91,6 +115,28 @@ public final class ProtocolDescriptor {
     public static final byte STATUS_NULL = 1;
     /** Failure; the body is a UTF-8 message starting with an error code ("ERR", "WRONGTYPE", ...). */
     public static final byte STATUS_ERROR = 2;
+    /**
+     * A message the server pushes unasked to a subscribed connection, with request id {@link #UNSOLICITED_REQUEST_ID};
+     * the body is one value: an array {@code ["message", channel, message]} or
+     * {@code ["pmessage", pattern, channel, message]}.
+     */
+    public static final byte STATUS_PUSH = 3;
+
+    // ---- values: the reply body of COMMAND and TRANSACTION, [type:u8][...] ----
+    /** No value (a missing key, a null array); nothing follows. */
+    public static final int VALUE_NIL = 0;
+    /** {@code i64}. */
+    public static final int VALUE_INTEGER = 1;
+    /** {@code i64} holding the IEEE 754 bits of a double (a score). */
+    public static final int VALUE_DOUBLE = 2;
+    /** {@code bytes}. */
+    public static final int VALUE_BULK = 3;
+    /** {@code string}: a status such as {@code OK}. */
+    public static final int VALUE_STATUS = 4;
+    /** {@code count:i32, count x value}. */
+    public static final int VALUE_ARRAY = 5;
+    /** {@code string}: an error inside an array (a transaction's failed command). */
+    public static final int VALUE_ERROR = 6;
 
     /** Request id of a reply the server sends unasked, just before it closes the connection (e.g. too many clients). */
     public static final long UNSOLICITED_REQUEST_ID = 0;
@@ -127,6 +173,11 @@ public final class ProtocolDescriptor {
         "REPL_FETCH", "REPL_SNAPSHOT", "REPL_READ", "REPL_TERMS", "BLOB_STAGE", "BLOB_STAGE_PROGRESS", "REPL_BLOB_LEND"
     };
 
+    private static final String[] COMMAND_NAMES = {
+        "COMMAND", "COMMAND_READ", "TRANSACTION", "WATCH", "UNWATCH", "SUBSCRIBE", "PSUBSCRIBE", "UNSUBSCRIBE",
+        "PUNSUBSCRIBE"
+    };
+
     private ProtocolDescriptor() {
     }
 
@@ -135,6 +186,9 @@ public final class ProtocolDescriptor {
         int op = opcode & 0xFF;
         if (op == CLUSTER_MAP) {
             return "CLUSTER_MAP";
+        }
+        if (op >= COMMAND && op <= PUNSUBSCRIBE) {
+            return COMMAND_NAMES[op - COMMAND];
         }
         return op > 0 && op < OPCODE_LIMIT ? NAMES[op] : String.format("0x%02x", op);
     }

@@ -67,5 +67,10 @@ class WireTest {
         assertEquals("GET", ProtocolDescriptor.opcodeName(ProtocolDescriptor.GET));
         assertEquals("SNAPSHOT", ProtocolDescriptor.opcodeName(ProtocolDescriptor.SNAPSHOT));
         assertEquals("0xfe", ProtocolDescriptor.opcodeName(0xFE));
+        assertEquals("COMMAND", ProtocolDescriptor.opcodeName(ProtocolDescriptor.COMMAND));
+        assertEquals("TRANSACTION", ProtocolDescriptor.opcodeName(ProtocolDescriptor.TRANSACTION));
+        assertEquals("PUNSUBSCRIBE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.PUNSUBSCRIBE));
+        assertEquals("CLUSTER_MAP", ProtocolDescriptor.opcodeName(ProtocolDescriptor.CLUSTER_MAP));
+        assertEquals("0x32", ProtocolDescriptor.opcodeName(50));
     }
 }

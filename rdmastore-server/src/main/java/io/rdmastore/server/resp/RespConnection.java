@@ -115,12 +115,46 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     };
     volatile String local = "?";
 
+    /**
+     * What a connection without a Netty channel does where a channel's connection would use its event loop: it serves
+     * a native-protocol session ({@link NativeCommands}). Its methods may be called on any thread.
+     */
+    interface Host {
+        /** A blocking command parked (RESP's {@link #block}); on the thread that ran it. */
+        void blocked(RespConnection c);
+
+        /** The parked command's reply is ready (RESP's {@link #resume}); any thread, possibly under the registry lock. */
+        void resumed(RespConnection c, java.util.function.Consumer<RespWriter> reply);
+
+        /** A pub/sub message for this connection (RESP's {@link #push}); any thread. */
+        void pushed(RespConnection c, java.util.function.Consumer<RespWriter> message);
+
+        /** Runs {@code task} after {@code millis} on a thread of the host's (a parked command's time-out). */
+        java.util.concurrent.Future<?> schedule(Runnable task, long millis);
+    }
+
+    /** Non-null when this connection serves a native session instead of a channel; then it speaks RESP3. */
+    private final Host host;
+
     RespConnection(RespFace face, long id, boolean authenticated) {
+        this(face, id, authenticated, null);
+    }
+
+    /**
+     * A connection without a channel, for {@code host} (native sessions): authenticated, RESP3 (typed doubles and
+     * nulls), and served by a cluster's secondaries for reads like native requests.
+     */
+    RespConnection(RespFace face, long id, boolean authenticated, Host host) {
         this.face = face;
         this.id = id;
         this.authenticated = authenticated;
+        this.host = host;
         if (face != null) {
             w.errorSink = face::countError;
+        }
+        if (host != null) {
+            w.proto = 3;
+            replicaReads = true;
         }
     }
 
@@ -355,6 +389,10 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
      */
     void block() {
         blocked = true;
+        if (host != null) {
+            host.blocked(this);
+            return;
+        }
         ctx.channel().config().setAutoRead(false);
     }
 
@@ -363,6 +401,11 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
      * meanwhile.
      */
     void resume(java.util.function.Consumer<RespWriter> reply) {
+        if (host != null) {
+            blocked = false;
+            host.resumed(this, reply);
+            return;
+        }
         ctx.executor().execute(() -> {
             if (!blocked) {
                 return;
@@ -393,6 +436,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     /** Runs {@code task} on this connection's event loop after {@code millis} (a blocked command's time-out). */
     java.util.concurrent.Future<?> schedule(Runnable task, long millis) {
+        if (host != null) {
+            return host.schedule(task, millis);
+        }
         return ctx.executor().schedule(task, millis, java.util.concurrent.TimeUnit.MILLISECONDS);
     }
 
@@ -401,6 +447,10 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
      * bytes pass the pub/sub output limit is disconnected (Redis's client-output-buffer-limit pubsub).
      */
     void push(java.util.function.Consumer<RespWriter> message) {
+        if (host != null) {
+            host.pushed(this, message);
+            return;
+        }
         ctx.executor().execute(() -> {
             if (closing || !ctx.channel().isActive()) {
                 return;
@@ -421,13 +471,16 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     /** The reply buffer for the current batch; created on first use. */
     RespWriter out() {
         if (w.out == null) {
-            w.out = ctx.alloc().ioBuffer(512);
+            w.out = ctx != null ? ctx.alloc().ioBuffer(512) : io.netty.buffer.Unpooled.buffer(512);
         }
         return w;
     }
 
     /** Closes the connection once the replies written so far are flushed (QUIT). */
     void closeAfterReply() {
+        if (host != null) {
+            return;
+        }
         endBatch(false);
         closing = true;
         ByteBuf o = w.out;
@@ -437,6 +490,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     /** Closes without waiting (CLIENT KILL from another connection). */
     void kill() {
+        if (host != null) {
+            return;
+        }
         ctx.channel().eventLoop().execute(() -> {
             closing = true;
             ctx.close();
@@ -642,7 +698,13 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         } catch (ReadOnlyException e) {
             // A replica set's secondary: Redis's text, so clients (and Sentinel-aware ones) react as to a replica.
             String m = String.valueOf(e.getMessage());
-            out().error(m.startsWith("NOREPLICAS") ? m : "READONLY You can't write against a read only replica.");
+            if (host != null) {
+                // a native client fails over on NOTPRIMARY, as for its other writes
+                out().error(m.startsWith("NOTPRIMARY") ? m : face.store.readOnlyReason());
+            } else {
+                out().error(m.startsWith("NOREPLICAS") ? m
+                    : "READONLY You can't write against a read only replica.");
+            }
         } catch (StoreException e) {
             out().error(errorText(e.getMessage()));
         } catch (RuntimeException e) {

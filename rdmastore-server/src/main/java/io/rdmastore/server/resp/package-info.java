@@ -5,5 +5,7 @@
  * thread, so the hot path takes no locks and parses pipelined requests in a loop into one reply buffer per read batch.
  * The face-wide state shared across connections (clients blocked on list keys, watched keys, pub/sub subscriptions)
  * lives in {@code RespBlocking}, {@code RespMulti} and {@code RespPubSub}, fed by the store's key listener.
+ * {@link io.rdmastore.server.resp.NativeCommands} runs the same commands for native-protocol sessions (opcodes 41-49)
+ * on connections without a channel, whose blocking, resuming and pushes go to the session instead of an event loop.
  */
 package io.rdmastore.server.resp;
