@@ -330,10 +330,12 @@ final class ClusterCommand implements Runnable {
                 throw new UserException(host + ":" + port + " holds no slot map");
             }
             SlotMap map = SlotMap.parse(self.map());
-            SlotMap newest = finishInstall(probe, map, t, retryDuration(), out);
-            if (newest != null) {
-                return newest;
+            Newest newest = finishInstall(probe, map, t, retryDuration(), out);
+            if (newest.finished()) {
+                return newest.map();
             }
+            // the node asked may lag behind its shard (a member that just restarted)
+            map = newest.map();
             SlotMap.Shard src = map.shard(from);
             SlotMap.Shard dst = map.shard(to);
             if (src == null || dst == null || src == dst) {
@@ -356,25 +358,26 @@ final class ClusterCommand implements Runnable {
         /**
          * A reshard interrupted while it installed its new map leaves shards at different epochs; its keys are moved
          * already. Asks every shard (any member that answers) for its map: when they differ, installs the newest on
-         * the shards that lack it and returns it (the command is done); returns null when all that answer hold the
-         * same (a shard that does not answer fails the move later, with its own message).
+         * the shards that lack it (the command is done: finished). Else returns the newest map any member holds (a
+         * shard that does not answer fails the move later, with its own message).
          */
-        static SlotMap finishInstall(ReplicaSetProbe probe, SlotMap map, Duration t, Duration retryFor,
+        static Newest finishInstall(ReplicaSetProbe probe, SlotMap map, Duration t, Duration retryFor,
                                      PrintWriter out) {
             SlotMap newest = map;
             List<SlotMap.Shard> behind = new ArrayList<>();
             Map<String, Long> epochs = new LinkedHashMap<>();
             for (SlotMap.Shard sh : map.shards()) {
+                // a replica set's members apply only committed maps, so the highest any of them holds is the
+                // shard's (a member that was down catches up by itself)
                 for (SlotMap.Node n : sh.nodes()) {
                     try {
                         Self s = self(probe, n.address(), t);
-                        epochs.put(sh.name(), s.epoch());
+                        epochs.merge(sh.name(), s.epoch(), Math::max);
                         if (s.epoch() > newest.epoch() && !s.map().isEmpty()) {
                             newest = SlotMap.parse(s.map());
                         }
-                        break;
                     } catch (RuntimeException e) {
-                        // down: ask the next member
+                        // down: the others answer
                     }
                 }
             }
@@ -385,7 +388,7 @@ final class ClusterCommand implements Runnable {
                 }
             }
             if (behind.isEmpty()) {
-                return null;
+                return new Newest(newest, false);
             }
             out.println("the map of epoch " + newest.epoch() + " reached only some shards (an interrupted reshard):"
                 + " installing it on " + String.join(", ", behind.stream().map(SlotMap.Shard::name).toList())
@@ -393,7 +396,11 @@ final class ClusterCommand implements Runnable {
             for (SlotMap.Shard sh : behind) {
                 installOnShard(probe, sh, newest, t, retryFor, out);
             }
-            return newest;
+            return new Newest(newest, true);
+        }
+
+        /** The newest map the shards hold, and whether installing it on the shards that lacked it ended the run. */
+        record Newest(SlotMap map, boolean finished) {
         }
 
         /**
@@ -526,8 +533,10 @@ final class ClusterCommand implements Runnable {
                     try {
                         install(probe, n.address(), n.id(), map, t);
                         return;
-                    } catch (RdmaStoreException | UserException | java.io.UncheckedIOException e) {
-                        if (String.valueOf(e.getMessage()).contains("refused")) {
+                    } catch (RuntimeException e) {
+                        // a member that is down or electing: the next one, or the same again a little later
+                        if (String.valueOf(e.getMessage()).contains("slot map refused")
+                            || String.valueOf(e.getMessage()).contains("refused: epoch")) {
                             throw e;
                         }
                         last = e;
@@ -550,7 +559,7 @@ final class ClusterCommand implements Runnable {
             if (e instanceof RespLink.ErrorReply r) {
                 String m = r.getMessage();
                 return !(m.startsWith("ERR I'm") || m.startsWith("ERR I don't know") || m.startsWith("ERR Invalid")
-                    || m.startsWith("ERR syntax") || m.startsWith("CROSSSLOT") || m.contains("refused"));
+                    || m.startsWith("ERR syntax") || m.startsWith("CROSSSLOT") || m.contains("refused: the slot map's epoch"));
             }
             return e instanceof java.io.UncheckedIOException || e instanceof UserException
                 || e instanceof RdmaStoreException;
