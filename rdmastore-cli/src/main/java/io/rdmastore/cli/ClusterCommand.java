@@ -481,7 +481,7 @@ final class ClusterCommand implements Runnable {
                                 + " (up to " + retryFor.toSeconds() + " s)");
                             out.flush();
                         }
-                        if (now - failingSince > retryFor.toNanos()) {
+                        if (now - failingSince >= retryFor.toNanos()) {
                             throw new UserException("gave up on slot " + slot + " after " + retryFor.toSeconds()
                                 + " s: " + e.getMessage() + ". " + i + " of " + slots.size() + " slots are moved; no key"
                                 + " is lost (moved keys are on " + to + ", the others on " + from + ", clients are"
