@@ -142,8 +142,10 @@ class ClusterReshardFaultTest {
             }
         }
         assertEquals(null, writerFailure.get(), "a writer failed");
-        log(t0, "writers stopped: " + h.summary());
+        log(t0, "writers stopped: " + h.summary() + "; they followed " + Router.ASKS.get() + " ASK and "
+            + Router.MOVES.get() + " MOVED, and retried " + Router.RETRIES.get() + " TRYAGAIN/READONLY/CLUSTERDOWN");
         assertTrue(h.ackedWrites.get() > 100, "the writers got writes acknowledged: " + h.summary());
+        assertTrue(Router.ASKS.get() > 0, "the writers wrote keys of the slots while they moved (ASK)");
 
         // the restarted members rejoined: they catch up with their set's control plane and data by themselves
         Run status = Run.of("cluster", "status", "-p", String.valueOf(members.get(1).port()));
@@ -366,6 +368,10 @@ class ClusterReshardFaultTest {
      * majority of three. One thread.
      */
     static final class Router implements AutoCloseable {
+        /** Redirects and refusals followed, by all routers: the test checks the migration was seen by the writers. */
+        static final AtomicLong ASKS = new AtomicLong();
+        static final AtomicLong MOVES = new AtomicLong();
+        static final AtomicLong RETRIES = new AtomicLong();
         private final List<MemberProcess> members;
         private final Map<String, RespLink> links = new HashMap<>();
         private final Map<Integer, String> route = new ConcurrentHashMap<>();
@@ -415,12 +421,15 @@ class ClusterReshardFaultTest {
                     String m = e.getMessage();
                     ask = null;
                     if (m.startsWith("MOVED ")) {
+                        MOVES.incrementAndGet();
                         address = m.substring(m.lastIndexOf(' ') + 1);
                         route.put(slot, address);
                     } else if (m.startsWith("ASK ")) {
+                        ASKS.incrementAndGet();
                         ask = m.substring(m.lastIndexOf(' ') + 1);
                     } else if (m.startsWith("TRYAGAIN") || m.startsWith("READONLY") || m.startsWith("CLUSTERDOWN")
                                || m.startsWith("LOADING")) {
+                        RETRIES.incrementAndGet();
                         Thread.sleep(20);
                     } else if (sent) {
                         // WAIT refused (the member stepped down after the write): the write's fate is unknown
