@@ -646,7 +646,8 @@ final class ClusterCommand implements Runnable {
                 if (self.map().isEmpty()) {
                     throw new UserException(host + ":" + port + " holds no slot map");
                 }
-                SlotMap map = SlotMap.parse(self.map());
+                // the newest map of the shards, finishing an interrupted install first (then the moves go on from it)
+                SlotMap map = Reshard.finishInstall(probe, SlotMap.parse(self.map()), t, retryDuration(), out).map();
                 int n = map.shards().size();
                 int moves = 0;
                 while (true) {
