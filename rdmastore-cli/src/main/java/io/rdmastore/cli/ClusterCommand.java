@@ -97,6 +97,22 @@ final class ClusterCommand implements Runnable {
         boolean help;
     }
 
+    /** Options of the subcommands that move slots (reshard, rebalance). */
+    static class MoveCommon extends NodeCommon {
+        @Option(names = "--batch", defaultValue = "100", paramLabel = "N", description = "Keys per MIGRATE"
+            + " (default ${DEFAULT-VALUE}).")
+        int batch;
+        @Option(names = "--retry-for", defaultValue = "60s", paramLabel = "TIME", description = "How long to keep"
+            + " retrying when a shard's primary is lost mid-move (its replica set elects another, found with ROLE)"
+            + " before giving up (default ${DEFAULT-VALUE}; 0 gives up at once). Running the same command again"
+            + " finishes an interrupted move.")
+        String retryFor;
+
+        Duration retryDuration() {
+            return Values.duration("--retry-for", retryFor);
+        }
+    }
+
     @Command(name = "create", versionProvider = Main.Version.class, sortOptions = false,
         description = {"Makes a cluster of running nodes (started with --cluster): each replica set is one shard, each"
             + " node without one is a shard of its own; the slots are split evenly, as redis-cli does."},
@@ -280,7 +296,7 @@ final class ClusterCommand implements Runnable {
             + " is marked MIGRATING on the source and IMPORTING on the target, its keys move in batches (MIGRATE; clients"
             + " are sent to the target with -ASK for keys already moved), then a map of a higher epoch gives the slots"
             + " to the target, on the target first."})
-    static final class Reshard extends NodeCommon implements Callable<Integer> {
+    static final class Reshard extends MoveCommon implements Callable<Integer> {
         @Option(names = "--from", required = true, paramLabel = "SHARD", description = "The shard giving slots.")
         String from;
         @Option(names = "--to", required = true, paramLabel = "SHARD", description = "The shard receiving them.")
@@ -288,9 +304,6 @@ final class ClusterCommand implements Runnable {
         @Option(names = "--slots", required = true, paramLabel = "N", description = "How many slots to move (the"
             + " source's highest).")
         int count;
-        @Option(names = "--batch", defaultValue = "100", paramLabel = "N", description = "Keys per MIGRATE"
-            + " (default ${DEFAULT-VALUE}).")
-        int batch;
 
         @Override
         public Integer call() {
@@ -317,6 +330,12 @@ final class ClusterCommand implements Runnable {
                 throw new UserException(host + ":" + port + " holds no slot map");
             }
             SlotMap map = SlotMap.parse(self.map());
+            Newest newest = finishInstall(probe, map, t, retryDuration(), out);
+            if (newest.finished()) {
+                return newest.map();
+            }
+            // the node asked may lag behind its shard (a member that just restarted)
+            map = newest.map();
             SlotMap.Shard src = map.shard(from);
             SlotMap.Shard dst = map.shard(to);
             if (src == null || dst == null || src == dst) {
@@ -332,7 +351,56 @@ final class ClusterCommand implements Runnable {
                 throw new UserException("shard " + from + " has " + src.slotCount() + " slots; cannot move " + count);
             }
             String pw = password != null ? password : System.getenv(ServerCommand.PASSWORD_ENV);
-            return move(probe, map, src, dst, slots, pw == null || pw.isEmpty() ? null : pw, batch, t, out);
+            return move(probe, map, src, dst, slots, pw == null || pw.isEmpty() ? null : pw, batch, t,
+                retryDuration(), out);
+        }
+
+        /**
+         * A reshard interrupted while it installed its new map leaves shards at different epochs; its keys are moved
+         * already. Asks every shard (any member that answers) for its map: when they differ, installs the newest on
+         * the shards that lack it (the command is done: finished). Else returns the newest map any member holds (a
+         * shard that does not answer fails the move later, with its own message).
+         */
+        static Newest finishInstall(ReplicaSetProbe probe, SlotMap map, Duration t, Duration retryFor,
+                                     PrintWriter out) {
+            SlotMap newest = map;
+            List<SlotMap.Shard> behind = new ArrayList<>();
+            Map<String, Long> epochs = new LinkedHashMap<>();
+            for (SlotMap.Shard sh : map.shards()) {
+                // a replica set's members apply only committed maps, so the highest any of them holds is the
+                // shard's (a member that was down catches up by itself)
+                for (SlotMap.Node n : sh.nodes()) {
+                    try {
+                        Self s = self(probe, n.address(), t);
+                        epochs.merge(sh.name(), s.epoch(), Math::max);
+                        if (s.epoch() > newest.epoch() && !s.map().isEmpty()) {
+                            newest = SlotMap.parse(s.map());
+                        }
+                    } catch (RuntimeException e) {
+                        // down: the others answer
+                    }
+                }
+            }
+            for (SlotMap.Shard sh : newest.shards()) {
+                Long e = epochs.get(sh.name());
+                if (e != null && e < newest.epoch()) {
+                    behind.add(sh);
+                }
+            }
+            if (behind.isEmpty()) {
+                return new Newest(newest, false);
+            }
+            out.println("the map of epoch " + newest.epoch() + " reached only some shards (an interrupted reshard):"
+                + " installing it on " + String.join(", ", behind.stream().map(SlotMap.Shard::name).toList())
+                + "; no other slot is moved");
+            for (SlotMap.Shard sh : behind) {
+                installOnShard(probe, sh, newest, t, retryFor, out);
+            }
+            return new Newest(newest, true);
+        }
+
+        /** The newest map the shards hold, and whether installing it on the shards that lacked it ended the run. */
+        record Newest(SlotMap map, boolean finished) {
         }
 
         /**
@@ -340,35 +408,91 @@ final class ClusterCommand implements Runnable {
          * shards' primaries), then installs the map of the next epoch, on the target first. Returns that map.
          */
         static SlotMap move(ReplicaSetProbe probe, SlotMap map, SlotMap.Shard src, SlotMap.Shard dst,
-                            List<Integer> slots, String pw, int batch, Duration t, PrintWriter out) {
+                            List<Integer> slots, String pw, int batch, Duration t, Duration retryFor,
+                            PrintWriter out) {
             String from = src.name();
             String to = dst.name();
-            SlotMap.Node source = primary(probe, src);
-            SlotMap.Node target = primary(probe, dst);
-            out.println("moving " + slots.size() + " slots from " + from + " (" + source.address() + ") to " + to + " ("
-                + target.address() + ")");
             long moved = 0;
-            try (RespLink s = new RespLink(source.address(), pw, t); RespLink d = new RespLink(target.address(), pw, t)) {
-                for (int slot : slots) {
-                    d.call("CLUSTER", "SETSLOT", slot, "IMPORTING", source.id());
-                    s.call("CLUSTER", "SETSLOT", slot, "MIGRATING", target.id());
-                    while (true) {
-                        List<?> keys = (List<?>) s.call("CLUSTER", "GETKEYSINSLOT", slot, batch);
-                        if (keys.isEmpty()) {
-                            break;
+            long failingSince = 0;
+            int i = 0;
+            SlotMap.Node source = null;
+            SlotMap.Node target = null;
+            RespLink s = null;
+            RespLink d = null;
+            try {
+                while (i < slots.size()) {
+                    int slot = slots.get(i);
+                    try {
+                        if (s == null) {
+                            SlotMap.Node was = source;
+                            SlotMap.Node wasTarget = target;
+                            source = primary(probe, src);
+                            target = primary(probe, dst);
+                            if (was == null) {
+                                out.println("moving " + slots.size() + " slots from " + from + " (" + source.address()
+                                    + ") to " + to + " (" + target.address() + ")");
+                            } else if (!was.equals(source) || !wasTarget.equals(target)) {
+                                out.println("primaries now: " + from + " " + source.address() + ", " + to + " "
+                                    + target.address());
+                            }
+                            out.flush();
+                            s = new RespLink(source.address(), pw, t);
+                            d = new RespLink(target.address(), pw, t);
                         }
-                        List<Object> args = new ArrayList<>(List.of("MIGRATE", target.host(), target.port(), "", 0,
-                            t.toMillis(), "REPLACE"));
-                        if (pw != null) {
-                            args.add("AUTH");
-                            args.add(pw);
+                        // both are durable records, sent again after a failure (the same state again is harmless)
+                        d.call("CLUSTER", "SETSLOT", slot, "IMPORTING", source.id());
+                        s.call("CLUSTER", "SETSLOT", slot, "MIGRATING", target.id());
+                        while (true) {
+                            List<?> keys = (List<?>) s.call("CLUSTER", "GETKEYSINSLOT", slot, batch);
+                            if (keys.isEmpty()) {
+                                break;
+                            }
+                            List<Object> args = new ArrayList<>(List.of("MIGRATE", target.host(), target.port(), "",
+                                0, t.toMillis(), "REPLACE"));
+                            if (pw != null) {
+                                args.add("AUTH");
+                                args.add(pw);
+                            }
+                            args.add("KEYS");
+                            args.addAll(keys);
+                            s.call(args.toArray());
+                            moved += keys.size();
                         }
-                        args.add("KEYS");
-                        args.addAll(keys);
-                        s.call(args.toArray());
-                        moved += keys.size();
+                        i++;
+                        if (failingSince != 0) {
+                            out.println("slot " + slot + " moved: going on");
+                            failingSince = 0;
+                        } else if (slots.size() >= 20 && i % (slots.size() / 4) == 0 && i < slots.size()) {
+                            out.println(i + " of " + slots.size() + " slots moved (" + moved + " keys)");
+                        }
+                        out.flush();
+                    } catch (RuntimeException e) {
+                        if (!retriable(e)) {
+                            throw e;
+                        }
+                        closeQuietly(s);
+                        closeQuietly(d);
+                        s = null;
+                        d = null;
+                        long now = System.nanoTime();
+                        if (failingSince == 0) {
+                            failingSince = now;
+                            out.println("slot " + slot + ": " + e.getMessage() + "; waiting for the shards' primaries"
+                                + " (up to " + retryFor.toSeconds() + " s)");
+                            out.flush();
+                        }
+                        if (now - failingSince >= retryFor.toNanos()) {
+                            throw new UserException("gave up on slot " + slot + " after " + retryFor.toSeconds()
+                                + " s: " + e.getMessage() + ". " + i + " of " + slots.size() + " slots are moved; no key"
+                                + " is lost (moved keys are on " + to + ", the others on " + from + ", clients are"
+                                + " sent between them); run the same command again to finish the move", e);
+                        }
+                        sleep(500);
                     }
                 }
+            } finally {
+                closeQuietly(s);
+                closeQuietly(d);
             }
             // the new owner first: until the source learns the map it sends clients on with -ASK, never back
             List<SlotMap.Shard> shards = new ArrayList<>();
@@ -390,10 +514,70 @@ final class ClusterCommand implements Runnable {
             List<SlotMap.Shard> order = new ArrayList<>(next.shards());
             order.sort(java.util.Comparator.comparingInt(sh -> sh.name().equals(to) ? 0 : sh.name().equals(from) ? 1 : 2));
             for (SlotMap.Shard sh : order) {
-                install(probe, sh.first().address(), sh.first().id(), next, t);
+                installOnShard(probe, sh, next, t, retryFor, out);
             }
             out.println("moved " + moved + " keys in " + slots.size() + " slots");
             return next;
+        }
+
+        /**
+         * Installs {@code map} on {@code shard} through any member that takes it (a replica set's member hands it to
+         * its control plane), retrying for up to {@code retryFor} while none does.
+         */
+        static void installOnShard(ReplicaSetProbe probe, SlotMap.Shard shard, SlotMap map, Duration t,
+                                   Duration retryFor, PrintWriter out) {
+            long deadline = System.nanoTime() + retryFor.toNanos();
+            RuntimeException last = null;
+            while (true) {
+                for (SlotMap.Node n : shard.nodes()) {
+                    try {
+                        install(probe, n.address(), n.id(), map, t);
+                        return;
+                    } catch (RuntimeException e) {
+                        // a member that is down or electing: the next one, or the same again a little later
+                        if (String.valueOf(e.getMessage()).contains("slot map refused")
+                            || String.valueOf(e.getMessage()).contains("refused: epoch")) {
+                            throw e;
+                        }
+                        last = e;
+                    }
+                }
+                if (System.nanoTime() - deadline > 0) {
+                    throw new UserException("the map of epoch " + map.epoch() + " could not be installed on shard "
+                        + shard.name() + ": " + last.getMessage() + "; the keys are moved; run the same command again"
+                        + " to install it on the shards that lack it", last);
+                }
+                out.println("shard " + shard.name() + " did not take the map of epoch " + map.epoch() + " ("
+                    + last.getMessage() + "): retrying");
+                out.flush();
+                sleep(500);
+            }
+        }
+
+        /** Failures a lost or changing primary causes; the others (a refused SETSLOT, a bad key) end the move. */
+        private static boolean retriable(RuntimeException e) {
+            if (e instanceof RespLink.ErrorReply r) {
+                String m = r.getMessage();
+                return !(m.startsWith("ERR I'm") || m.startsWith("ERR I don't know") || m.startsWith("ERR Invalid")
+                    || m.startsWith("ERR syntax") || m.startsWith("CROSSSLOT") || m.contains("refused: the slot map's epoch"));
+            }
+            return e instanceof java.io.UncheckedIOException || e instanceof UserException
+                || e instanceof RdmaStoreException;
+        }
+
+        private static void closeQuietly(RespLink link) {
+            if (link != null) {
+                link.close();
+            }
+        }
+
+        private static void sleep(long ms) {
+            try {
+                Thread.sleep(ms);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new UserException("interrupted");
+            }
         }
 
         /** The member of {@code shard} that takes writes: its replica set's primary, or its only node. */
@@ -402,7 +586,7 @@ final class ClusterCommand implements Runnable {
                 ReplicaSetProbe.Role role;
                 try {
                     role = probe.role(n.address());
-                } catch (RdmaStoreException e) {
+                } catch (RuntimeException e) {
                     continue;
                 }
                 if (role.code() == ReplicaSetProbe.STANDALONE || role.code() == ReplicaSetProbe.PRIMARY) {
@@ -448,11 +632,7 @@ final class ClusterCommand implements Runnable {
     @Command(name = "rebalance", versionProvider = Main.Version.class, sortOptions = false,
         description = {"Evens out the slots between the shards (each gets 16384 / shards, +-1), moving them live as"
             + " 'cluster reshard' does: from the shard with the most slots to the one with the fewest, until even."})
-    static final class Rebalance extends NodeCommon implements Callable<Integer> {
-        @Option(names = "--batch", defaultValue = "100", paramLabel = "N", description = "Keys per MIGRATE"
-            + " (default ${DEFAULT-VALUE}).")
-        int batch;
-
+    static final class Rebalance extends MoveCommon implements Callable<Integer> {
         @Override
         public Integer call() {
             Main.quietLogs();
@@ -466,7 +646,8 @@ final class ClusterCommand implements Runnable {
                 if (self.map().isEmpty()) {
                     throw new UserException(host + ":" + port + " holds no slot map");
                 }
-                SlotMap map = SlotMap.parse(self.map());
+                // the newest map of the shards, finishing an interrupted install first (then the moves go on from it)
+                SlotMap map = Reshard.finishInstall(probe, SlotMap.parse(self.map()), t, retryDuration(), out).map();
                 int n = map.shards().size();
                 int moves = 0;
                 while (true) {
@@ -494,7 +675,7 @@ final class ClusterCommand implements Runnable {
                             slots.add(s);
                         }
                     }
-                    map = Reshard.move(probe, map, most, fewest, slots, pw, batch, t, out);
+                    map = Reshard.move(probe, map, most, fewest, slots, pw, batch, t, retryDuration(), out);
                     moves++;
                 }
                 out.println(moves == 0 ? "balanced already: map epoch " + map.epoch()

@@ -2,6 +2,7 @@ package io.rdmastore.server.cluster;
 
 import io.rdmastore.client.cluster.SlotMap;
 import io.rdmastore.server.replication.ControlPlane;
+import io.rdmastore.server.replication.ControlPlane.SlotMigration;
 import io.rdmastore.server.replication.ReplicaSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,6 +17,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -35,8 +37,10 @@ import java.util.function.Supplier;
  * id it was given in it, in {@code <dataDir>/cluster.map}, written whole and renamed into place. Either way the map
  * survives restarts and only moves to a higher epoch.
  *
- * <p>Resharding state ({@link #setMigrating}, {@link #setImporting}, the per-slot locks) is this node's own, in
- * memory: it lasts until a map of a higher epoch settles the slot, or a restart.
+ * <p>Resharding state ({@link #setMigrating}, {@link #setImporting}) is recorded where the map is, under the map's
+ * epoch: a replica set's control plane ({@code SET_SLOT_STATE}), so its next primary and a restarted member answer
+ * for the move as before, or a one-member shard's {@code <dataDir>/cluster.slots}. A map of a higher epoch ends
+ * every state recorded under the one before. The per-slot locks and ASK fences are this node's own, in memory.
  *
  * <p>Threads: thread-safe. {@link #redirect} and {@link #view()} are called on every key-taking command from I/O
  * threads; they read volatile fields and allocate only for a redirect. {@link #install} may be called from any thread;
@@ -45,6 +49,8 @@ import java.util.function.Supplier;
 public final class ClusterNode {
     private static final Logger LOG = LoggerFactory.getLogger(ClusterNode.class);
     static final String FILE = "cluster.map";
+    /** A one-member shard's slot migration states: "epoch E", then "slot kind peer" lines. */
+    static final String SLOTS_FILE = "cluster.slots";
 
     /** A map with this node's place in it, computed once per map. */
     public record View(SlotMap map, String selfId, SlotMap.Shard self) {
@@ -52,13 +58,10 @@ public final class ClusterNode {
 
     private final Path file;
     private final Supplier<ReplicaSet> replicaSet;
-    /** Slots this node is moving out (slot to the target's address) and in (slot to the source's address). */
-    private final Map<Integer, String> migrating = new ConcurrentHashMap<>();
-    private final Map<Integer, String> importing = new ConcurrentHashMap<>();
     /** Per migrating slot: commands hold it shared while they run, a batch move holds it exclusively. */
     private final Map<Integer, ReentrantReadWriteLock> slotLocks = new ConcurrentHashMap<>();
-    /** Whether any slot migrates here: the only thing the routing hot path reads when none does. */
-    private volatile boolean migrations;
+    /** Per migrating slot: {term, oplog index} a majority must hold before this node answers ASK (askAllowed). */
+    private final Map<Integer, long[]> fences = new ConcurrentHashMap<>();
     /** Other shards' primaries as their members last said (shard name to member id); hints, not agreement. */
     private final Map<String, String> primaryHints = new ConcurrentHashMap<>();
     private volatile java.util.concurrent.ScheduledExecutorService watcher;
@@ -100,6 +103,7 @@ public final class ClusterNode {
             }
         }
         view = v;
+        local = readLocal(dataDir.resolve(SLOTS_FILE));
     }
 
     /** The current map and this node's place in it. */
@@ -121,7 +125,6 @@ public final class ClusterNode {
             }
             view = v;
             viewText = text;
-            settle(v);
         } else if (view.selfId() == null) {
             view = new View(view.map(), rs.nodeId(), null);
         }
@@ -204,80 +207,230 @@ public final class ClusterNode {
             return cp.setSlotMap(map.epoch(), map.encode()).thenRun(() -> LOG.info("cluster: {} recorded", map));
         }
         try {
-            Path tmp = file.resolveSibling(FILE + ".tmp");
-            byte[] bytes = ("self " + id + "\n" + map.encode()).getBytes(StandardCharsets.UTF_8);
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
-                ch.write(java.nio.ByteBuffer.wrap(bytes));
-                ch.force(true);
-            }
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            try (FileChannel dir = FileChannel.open(file.getParent(), StandardOpenOption.READ)) {
-                dir.force(true);
-            }
+            writeDurably(file, "self " + id + "\n" + map.encode());
         } catch (IOException e) {
             return CompletableFuture.failedFuture(new UncheckedIOException("cannot write " + file, e));
         }
+        // the migration states recorded under the old epoch end with it (migrationState ignores them)
         view = new View(map, id, map.shardOfNode(id));
-        settle(view);
         LOG.info("cluster: {} installed, this node {} in shard {}", map, id, view.self().name());
         return CompletableFuture.completedFuture(null);
     }
 
     // ---- slot migration (docs/cluster.md, "Resharding") ----
 
-    /** Whether any slot is being moved out of or into this node: false makes routing skip the checks below. */
+    /** The migration states recorded (control plane or file) and what they mean under one view; swapped whole. */
+    private record Migrations(Map<Integer, SlotMigration> recorded, View view, Map<Integer, String> migrating,
+                              Map<Integer, String> importing) {
+        static final Migrations NONE = new Migrations(Map.of(), null, Map.of(), Map.of());
+    }
+
+    private volatile Migrations migrationCache = Migrations.NONE;
+
+    /**
+     * The states recorded under the map held, as this node's view reads them: MIGRATING counts only for a slot its
+     * shard owns, IMPORTING only for one it does not (a new map settles a move without any SETSLOT).
+     */
+    private Migrations migrationState() {
+        View v = view();
+        Map<Integer, SlotMigration> recorded;
+        ReplicaSet rs = replicaSet.get();
+        if (rs != null) {
+            ControlPlane cp = rs.controlPlane();
+            recorded = cp == null ? Map.of() : cp.slotMigrations();
+        } else {
+            Local l = local;
+            recorded = l.epoch() == v.map().epoch() ? l.states() : Map.of();
+        }
+        Migrations m = migrationCache;
+        if (m.recorded() == recorded && m.view() == v) {
+            return m;
+        }
+        Map<Integer, String> out = new HashMap<>();
+        Map<Integer, String> in = new HashMap<>();
+        for (SlotMigration x : recorded.values()) {
+            boolean mine = v.self() != null && v.map().owner(x.slot()) == v.self();
+            if (x.kind() == SlotMigration.MIGRATING && mine) {
+                out.put(x.slot(), x.peer());
+            } else if (x.kind() == SlotMigration.IMPORTING && !mine) {
+                in.put(x.slot(), x.peer());
+            }
+        }
+        m = new Migrations(recorded, v, Map.copyOf(out), Map.copyOf(in));
+        migrationCache = m;
+        return m;
+    }
+
+    /**
+     * Whether any slot is being moved out of or into this node: false makes routing skip the checks below. A
+     * secondary of a replica set never answers for a move (it sends clients to its primary, which does): its copy
+     * of the keys may lag, so a key missing here may still be on the shard.
+     */
     public boolean migrations() {
-        return migrations;
+        Migrations m = migrationState();
+        if (m.migrating().isEmpty() && m.importing().isEmpty()) {
+            return false;
+        }
+        ReplicaSet rs = replicaSet.get();
+        return rs == null || rs.role() == ReplicaSet.Role.PRIMARY;
     }
 
-    /** The address a slot this node owns is moving to, or null. */
+    /** The address a slot this node owns is moving to (the target shard's primary as known here), or null. */
     public String migratingTo(int slot) {
-        return migrations ? migrating.get(slot) : null;
+        String shard = migrationState().migrating().get(slot);
+        if (shard == null) {
+            return null;
+        }
+        SlotMap.Shard target = view().map().shard(shard);
+        return target == null ? null : leader(target).address();
     }
 
-    /** The address a slot is moving in from, or null. */
+    /** The name of the shard a slot is moving in from, or null (always null on a secondary, see migrations()). */
     public String importingFrom(int slot) {
-        return migrations ? importing.get(slot) : null;
+        String source = migrationState().importing().get(slot);
+        ReplicaSet rs = source == null ? null : replicaSet.get();
+        return rs != null && rs.role() != ReplicaSet.Role.PRIMARY ? null : source;
     }
 
-    /** CLUSTER SETSLOT slot MIGRATING: this node's shard owns the slot and starts moving its keys to {@code target}. */
-    public void setMigrating(int slot, String target) {
-        importing.remove(slot);
-        slotLocks.computeIfAbsent(slot, s -> new ReentrantReadWriteLock());
-        migrating.put(slot, target);
-        migrations = true;
-        LOG.info("cluster: slot {} migrating to {}", slot, target);
+    /**
+     * CLUSTER SETSLOT slot MIGRATING: this node's shard owns the slot and starts moving its keys to shard {@code
+     * target}. Completes once recorded durably (a replica set: committed by its control plane, so its next primary
+     * keeps answering for the move; a one-member shard: its file fsynced).
+     */
+    public CompletableFuture<Void> setMigrating(int slot, String target) {
+        return record(slot, SlotMigration.MIGRATING, target);
     }
 
-    /** CLUSTER SETSLOT slot IMPORTING: keys of the slot arrive from {@code source}; ASKING clients are served here. */
-    public void setImporting(int slot, String source) {
-        migrating.remove(slot);
-        importing.put(slot, source);
-        migrations = true;
-        LOG.info("cluster: slot {} importing from {}", slot, source);
+    /** CLUSTER SETSLOT slot IMPORTING: keys of the slot arrive from shard {@code source}; ASKING clients are served. */
+    public CompletableFuture<Void> setImporting(int slot, String source) {
+        return record(slot, SlotMigration.IMPORTING, source);
     }
 
     /** CLUSTER SETSLOT slot STABLE: forgets the slot's migration state. */
-    public void setStable(int slot) {
-        migrating.remove(slot);
-        importing.remove(slot);
-        migrations = !migrating.isEmpty() || !importing.isEmpty();
+    public CompletableFuture<Void> setStable(int slot) {
+        return record(slot, SlotMigration.STABLE, "");
+    }
+
+    private CompletableFuture<Void> record(int slot, byte kind, String peer) {
+        long epoch = view().map().epoch();
+        ReplicaSet rs = replicaSet.get();
+        if (rs != null) {
+            ControlPlane cp = rs.controlPlane();
+            if (cp == null) {
+                return CompletableFuture.failedFuture(new IllegalStateException("the replica set is not started"));
+            }
+            return cp.setSlotMigration(epoch, slot, kind, peer).thenRun(() -> LOG.info("cluster: slot {} {} {}"
+                + " recorded", slot, kindName(kind), peer));
+        }
+        synchronized (this) {
+            Local l = local;
+            Map<Integer, SlotMigration> next = new HashMap<>(l.epoch() == epoch ? l.states() : Map.of());
+            if (kind == SlotMigration.STABLE) {
+                next.remove(slot);
+            } else {
+                next.put(slot, new SlotMigration(slot, kind, peer));
+            }
+            Local written = new Local(epoch, Map.copyOf(next));
+            StringBuilder text = new StringBuilder("epoch ").append(epoch).append('\n');
+            for (SlotMigration x : written.states().values()) {
+                text.append(x.slot()).append(' ').append(x.kind()).append(' ').append(x.peer()).append('\n');
+            }
+            try {
+                writeDurably(file.resolveSibling(SLOTS_FILE), text.toString());
+            } catch (IOException e) {
+                return CompletableFuture.failedFuture(new UncheckedIOException("cannot write " + SLOTS_FILE, e));
+            }
+            local = written;
+        }
+        LOG.info("cluster: slot {} {} {}", slot, kindName(kind), peer);
+        return CompletableFuture.completedFuture(null);
+    }
+
+    private static String kindName(byte kind) {
+        return kind == SlotMigration.MIGRATING ? "migrating to" : kind == SlotMigration.IMPORTING ? "importing from"
+            : "stable";
+    }
+
+    /** A one-member shard's migration states, read from and written to {@code cluster.slots}. */
+    private record Local(long epoch, Map<Integer, SlotMigration> states) {
+    }
+
+    private volatile Local local = new Local(-1, Map.of());
+
+    private static Local readLocal(Path path) {
+        if (!Files.exists(path)) {
+            return new Local(-1, Map.of());
+        }
+        try {
+            List<String> lines = Files.readAllLines(path, StandardCharsets.UTF_8);
+            if (lines.isEmpty() || !lines.get(0).startsWith("epoch ")) {
+                throw new IllegalArgumentException(path + " does not start with an 'epoch' line");
+            }
+            long epoch = Long.parseLong(lines.get(0).substring(6).strip());
+            Map<Integer, SlotMigration> states = new HashMap<>();
+            for (String line : lines.subList(1, lines.size())) {
+                String[] f = line.strip().split(" ", 3);
+                if (f.length == 3) {
+                    int slot = Integer.parseInt(f[0]);
+                    states.put(slot, new SlotMigration(slot, Byte.parseByte(f[1]), f[2]));
+                }
+            }
+            return new Local(epoch, Map.copyOf(states));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + path, e);
+        }
+    }
+
+    /** Writes {@code text} to a temporary file, fsyncs it and renames it over {@code path} (and fsyncs the dir). */
+    private static void writeDurably(Path path, String text) throws IOException {
+        Path tmp = path.resolveSibling(path.getFileName() + ".tmp");
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+            StandardOpenOption.TRUNCATE_EXISTING)) {
+            ch.write(java.nio.ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)));
+            ch.force(true);
+        }
+        Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        try (FileChannel dir = FileChannel.open(path.getParent(), StandardOpenOption.READ)) {
+            dir.force(true);
+        }
     }
 
     /** The lock of a migrating slot (null when the slot does not migrate out of here). */
     public ReentrantReadWriteLock slotLock(int slot) {
-        return slotLocks.get(slot);
+        if (!migrationState().migrating().containsKey(slot)) {
+            return null;
+        }
+        return slotLocks.computeIfAbsent(slot, s -> new ReentrantReadWriteLock());
     }
 
-    /** A new map ends the moves it settles: slots now owned elsewhere stop migrating, slots now owned here importing. */
-    private void settle(View v) {
-        if (!migrations) {
+    /**
+     * Whether this node may send clients to the target with {@code -ASK} for a key of a migrating slot it does not
+     * hold: only once its replica set holds on a majority every record up to the slot's fence (the deletes of its
+     * moved keys, see {@link #raiseFence}; for a primary that did not see those deletes itself, everything its log
+     * held when it first answered for the slot in its term). Else a failover could bring back a moved key here
+     * while clients already write it on the target. A one-member shard always may.
+     *
+     * @param lastIndex this node's oplog index now (the fence of a slot first seen in this term)
+     */
+    public boolean askAllowed(int slot, long lastIndex) {
+        ReplicaSet rs = replicaSet.get();
+        if (rs == null) {
+            return true;
+        }
+        long term = rs.term();
+        long[] f = fences.compute(slot, (s, old) -> old == null || old[0] != term ? new long[] {term, lastIndex} : old);
+        return rs.commitIndex() >= f[1];
+    }
+
+    /** After a MIGRATE deleted moved keys here at oplog index {@code index}: ASK waits until a majority holds it. */
+    public void raiseFence(int slot, long index) {
+        ReplicaSet rs = replicaSet.get();
+        if (rs == null) {
             return;
         }
-        migrating.keySet().removeIf(slot -> v.map().owner(slot) != v.self());
-        importing.keySet().removeIf(slot -> v.map().owner(slot) == v.self());
-        migrations = !migrating.isEmpty() || !importing.isEmpty();
+        long term = rs.term();
+        fences.merge(slot, new long[] {term, index}, (old, now) -> old[0] != term ? now
+            : new long[] {term, Math.max(old[1], index)});
     }
 
     // ---- other shards' primaries ----

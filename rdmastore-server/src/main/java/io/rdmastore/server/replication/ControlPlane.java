@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
@@ -381,6 +382,35 @@ public final class ControlPlane implements AutoCloseable {
     /** The cluster's slot map text as applied on this member (docs/cluster.md), or null when none was set. */
     public String slotMap() {
         return stateMachine.state().slotMap();
+    }
+
+    /**
+     * A slot's migration state as recorded by {@link #setSlotMigration}: {@link #MIGRATING} to, or {@link #IMPORTING}
+     * from, the shard named {@code peer} (its name in the slot map).
+     */
+    public record SlotMigration(int slot, byte kind, String peer) {
+        public static final byte STABLE = 0;
+        public static final byte MIGRATING = 1;
+        public static final byte IMPORTING = 2;
+    }
+
+    /**
+     * The migration states of slots as applied on this member, recorded under the slot map held (a new map empties
+     * it); an immutable map that is replaced whole, so a reference compare finds changes.
+     */
+    public Map<Integer, SlotMigration> slotMigrations() {
+        return stateMachine.state().slotMigrations();
+    }
+
+    /**
+     * Records slot {@code slot}'s migration state ({@link SlotMigration#STABLE} forgets it) under the slot map of
+     * {@code epoch}. Any member may call it; completes once committed; fails with {@link IllegalStateException} when
+     * the map held has another epoch, and after {@link ControlConfig#adminTimeout()} without a leader.
+     */
+    public CompletableFuture<Void> setSlotMigration(long epoch, int slot, byte kind, String peer) {
+        Objects.requireNonNull(peer, "peer");
+        return adminTask(client -> retry(System.nanoTime() + config.adminTimeout().toNanos(), "slot " + slot + " state",
+            () -> client.io().send(Message.valueOf(ControlStateMachine.setSlotState(epoch, slot, kind, peer)))));
     }
 
     /**

@@ -10,7 +10,9 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.proto.RaftProtos.RaftConfigurationProto;
@@ -22,7 +24,8 @@ import org.apache.ratis.statemachine.impl.BaseStateMachine;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 
 /**
- * What the replica set agreed on: the member list (with data ports) and the last announced primary. Each Ratis log
+ * What the replica set agreed on: the member list (with data ports), the last announced primary, and in a cluster the
+ * slot map and the migration states of its slots. Each Ratis log
  * entry of ours is one record ({@link #encode}); applying it changes {@link #state()}. No snapshots: the control log
  * grows by a few entries per failover or membership change, and a restarted member replays it.
  *
@@ -39,16 +42,22 @@ final class ControlStateMachine extends BaseStateMachine {
     static final byte NOOP = 5;
     /** The sharded cluster's slot map (docs/cluster.md): kept when its epoch is higher than the one held. */
     static final byte SET_SLOT_MAP = 6;
+    /**
+     * A slot's migration state (CLUSTER SETSLOT MIGRATING/IMPORTING/STABLE) under the slot map's epoch: refused
+     * under any other epoch; a map of a higher epoch ends every state recorded under the one before.
+     */
+    static final byte SET_SLOT_STATE = 7;
 
     /** The reply of an applied record; anything else is the reason it was refused. */
     static final ByteString OK = ByteString.EMPTY;
 
     /** Applied state: an immutable pair swapped whole. */
-    record State(List<Member> members, Primary primary, long slotMapEpoch, String slotMap) {
-        static final State EMPTY = new State(List.of(), null, -1, null);
+    record State(List<Member> members, Primary primary, long slotMapEpoch, String slotMap,
+                 Map<Integer, ControlPlane.SlotMigration> slotMigrations) {
+        static final State EMPTY = new State(List.of(), null, -1, null, Map.of());
 
         State with(List<Member> newMembers, Primary newPrimary) {
-            return new State(newMembers, newPrimary, slotMapEpoch, slotMap);
+            return new State(newMembers, newPrimary, slotMapEpoch, slotMap, slotMigrations);
         }
     }
 
@@ -149,7 +158,27 @@ final class ControlStateMachine extends BaseStateMachine {
                     return refuse("slot map of epoch " + epoch + " refused: epoch " + current.slotMapEpoch()
                         + " is held already");
                 }
-                state = new State(current.members(), current.primary(), epoch, map);
+                // a new map settles the moves begun under the old one (the same map again changes nothing)
+                state = new State(current.members(), current.primary(), epoch, map,
+                    epoch == current.slotMapEpoch() ? current.slotMigrations() : Map.of());
+                return OK;
+            }
+            case SET_SLOT_STATE -> {
+                final long epoch = in.readLong();
+                final int slot = in.readInt();
+                final byte kind = in.readByte();
+                final String peer = in.readUTF();
+                if (epoch != current.slotMapEpoch()) {
+                    return refuse("slot " + slot + " state under epoch " + epoch + " refused: the slot map's epoch is "
+                        + current.slotMapEpoch());
+                }
+                final Map<Integer, ControlPlane.SlotMigration> next = new HashMap<>(current.slotMigrations());
+                if (kind == ControlPlane.SlotMigration.STABLE) {
+                    next.remove(slot);
+                } else {
+                    next.put(slot, new ControlPlane.SlotMigration(slot, kind, peer));
+                }
+                state = new State(current.members(), current.primary(), epoch, current.slotMap(), Map.copyOf(next));
                 return OK;
             }
             default -> {
@@ -217,6 +246,15 @@ final class ControlStateMachine extends BaseStateMachine {
             out.writeLong(epoch);
             out.writeInt(text.length);
             out.write(text);
+        });
+    }
+
+    static ByteString setSlotState(long epoch, int slot, byte kind, String peer) {
+        return encode(SET_SLOT_STATE, out -> {
+            out.writeLong(epoch);
+            out.writeInt(slot);
+            out.writeByte(kind);
+            out.writeUTF(peer);
         });
     }
 

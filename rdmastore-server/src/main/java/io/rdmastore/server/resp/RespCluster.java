@@ -62,7 +62,8 @@ final class RespCluster {
     /**
      * A slot moving out of here: a command whose keys all exist here runs here, holding the slot's lock shared (a
      * batch move holds it exclusively, so no command sees a key half-moved; a command that finds it taken gets
-     * {@code TRYAGAIN}); one whose keys are all gone is sent to the target with {@code -ASK}; a mix gets
+     * {@code TRYAGAIN}); one whose keys are all gone is sent to the target with {@code -ASK} (once their deletes
+     * here are on a majority of the shard, {@link ClusterNode#askAllowed}; TRYAGAIN until then); a mix gets
      * {@code TRYAGAIN}, as in Redis. A slot moving in is served to a client that sent ASKING just before.
      */
     private static boolean migrationRoute(ClusterNode cluster, RespConnection c, RespWriter w, RespCommand cmd,
@@ -89,7 +90,7 @@ final class RespCluster {
             return true;
         }
         lock.readLock().unlock();
-        if (present == 0) {
+        if (present == 0 && cluster.askAllowed(slot, face(c).store.oplog().lastIndex())) {
             w.error("ASK " + slot + " " + target);
         } else {
             w.error(TRYAGAIN);
@@ -139,7 +140,7 @@ final class RespCluster {
             case "SLOTS" -> slots(face, w, v);
             case "SHARDS" -> shards(face, w, v);
             case "NODES" -> w.verbatim(nodes(face, v));
-            case "SETSLOT" -> setSlot(cluster, v, w, argv, argc);
+            case "SETSLOT" -> setSlot(cluster, c, v, w, argv, argc);
             case "COUNTKEYSINSLOT" -> {
                 int slot = argc == 3 ? slot(argv[2]) : -1;
                 if (slot < 0) {
@@ -189,7 +190,8 @@ final class RespCluster {
      * Ownership itself (Redis's SETSLOT NODE) changes only with a new map of a higher epoch (native CLUSTER_MAP),
      * which also ends the slot's migration state.
      */
-    private static void setSlot(ClusterNode cluster, ClusterNode.View v, RespWriter w, byte[][] argv, int argc) {
+    private static void setSlot(ClusterNode cluster, RespConnection c, ClusterNode.View v, RespWriter w,
+                                byte[][] argv, int argc) {
         int slot = argc >= 4 ? slot(argv[2]) : -1;
         if (slot < 0) {
             w.error("ERR Invalid or out of range slot");
@@ -197,8 +199,7 @@ final class RespCluster {
         }
         String how = new String(argv[3], StandardCharsets.UTF_8).toUpperCase(java.util.Locale.ROOT);
         if (how.equals("STABLE") && argc == 4) {
-            cluster.setStable(slot);
-            w.ok();
+            replyWhenRecorded(c, cluster.setStable(slot));
             return;
         }
         if (argc != 5 || !(how.equals("MIGRATING") || how.equals("IMPORTING"))) {
@@ -207,15 +208,15 @@ final class RespCluster {
             return;
         }
         String name = new String(argv[4], StandardCharsets.UTF_8);
-        SlotMap.Node node = null;
+        SlotMap.Shard peer = null;
         for (SlotMap.Shard s : v.map().shards()) {
             for (SlotMap.Node n : s.nodes()) {
                 if (n.id().equals(name) || ClusterNode.redisId(n.id()).equals(name)) {
-                    node = n;
+                    peer = s;
                 }
             }
         }
-        if (node == null) {
+        if (peer == null) {
             w.error("ERR I don't know about node " + name);
             return;
         }
@@ -225,15 +226,28 @@ final class RespCluster {
                 w.error("ERR I'm not the owner of hash slot " + slot);
                 return;
             }
-            cluster.setMigrating(slot, node.address());
+            replyWhenRecorded(c, cluster.setMigrating(slot, peer.name()));
         } else {
             if (mine) {
                 w.error("ERR I'm already the owner of hash slot " + slot);
                 return;
             }
-            cluster.setImporting(slot, node.address());
+            replyWhenRecorded(c, cluster.setImporting(slot, peer.name()));
         }
-        w.ok();
+    }
+
+    /** The state is a durable record (the shard's control plane or file): OK once it is, the reason otherwise. */
+    private static void replyWhenRecorded(RespConnection c, java.util.concurrent.CompletableFuture<Void> recorded) {
+        c.block();
+        recorded.whenComplete((ok, err) -> c.resume(out -> {
+            if (err == null) {
+                out.ok();
+            } else {
+                Throwable t = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                    ? err.getCause() : err;
+                out.error("ERR slot state not recorded: " + t.getMessage());
+            }
+        }));
     }
 
     /**
@@ -302,7 +316,7 @@ final class RespCluster {
                 lock.writeLock().lock();
             }
             try {
-                result = moveKeys(face, host, (int) port, (int) Math.max(timeout, 1000), pw, keys, keep);
+                result = moveKeys(face, slot, host, (int) port, (int) Math.max(timeout, 1000), pw, keys, keep);
             } catch (RuntimeException e) {
                 result = "-IOERR error or timeout moving keys to " + host + ":" + port + ": " + e.getMessage();
             } finally {
@@ -321,9 +335,18 @@ final class RespCluster {
         });
     }
 
-    /** Runs under the slot's exclusive lock. Returns OK, NOKEY, or an error text starting with "-". */
-    private static String moveKeys(RespFace face, String host, int port, int timeoutMillis, String password,
-                                   List<byte[]> keys, boolean copy) {
+    /**
+     * Runs under the slot's exclusive lock. Returns OK, NOKEY, or an error text starting with "-".
+     *
+     * <p>Durability (docs/cluster.md, "Resharding"): when the target is a replica set of the map, a {@code WAIT} for
+     * a majority of its members follows the RESTOREs on the same connection, and anything less (or a time-out) fails
+     * the MIGRATE with the keys still here; a failover of the target then cannot lose a key deleted here. The delete
+     * here is then awaited on a majority of this shard before the lock is released, and ASK is answered for the slot
+     * only once a majority holds it ({@link ClusterNode#raiseFence}), so a failover here cannot bring back an old
+     * copy of a key that clients already write on the target.
+     */
+    private static String moveKeys(RespFace face, int slot, String host, int port, int timeoutMillis,
+                                   String password, List<byte[]> keys, boolean copy) {
         List<byte[]> present = new ArrayList<>();
         java.io.ByteArrayOutputStream req = new java.io.ByteArrayOutputStream();
         int replies = 0;
@@ -347,6 +370,13 @@ final class RespCluster {
         if (present.isEmpty()) {
             return "NOKEY";
         }
+        int needed = targetSecondaries(face.cluster(), host + ":" + port);
+        if (needed > 0) {
+            command(req, "WAIT".getBytes(StandardCharsets.US_ASCII),
+                Integer.toString(needed).getBytes(StandardCharsets.US_ASCII),
+                Integer.toString(timeoutMillis).getBytes(StandardCharsets.US_ASCII));
+            replies++;
+        }
         try (java.net.Socket s = new java.net.Socket()) {
             s.connect(new java.net.InetSocketAddress(host, port), timeoutMillis);
             s.setSoTimeout(timeoutMillis);
@@ -355,8 +385,9 @@ final class RespCluster {
             s.getOutputStream().flush();
             java.io.BufferedInputStream in = new java.io.BufferedInputStream(s.getInputStream());
             String firstError = null;
+            String line = "";
             for (int i = 0; i < replies; i++) {
-                String line = readLine(in);
+                line = readLine(in);
                 if (line.startsWith("-") && firstError == null) {
                     firstError = line;
                 }
@@ -364,13 +395,58 @@ final class RespCluster {
             if (firstError != null) {
                 return "-ERR Target instance replied with error: " + firstError.substring(1);
             }
-        } catch (java.io.IOException e) {
+            if (needed > 0 && (!line.startsWith(":") || Long.parseLong(line.substring(1)) < needed)) {
+                return "-IOERR the target's replica set did not confirm the keys on a majority within "
+                    + timeoutMillis + " ms (WAIT " + needed + " answered " + line + "): they stay here";
+            }
+        } catch (java.io.IOException | NumberFormatException e) {
             return "-IOERR error or timeout moving keys to " + host + ":" + port + ": " + e.getMessage();
         }
-        if (!copy) {
-            face.store.delete(present.toArray(new byte[0][]));
+        if (copy) {
+            return "OK";
+        }
+        ReplicaSet rs = face.replicaSet();
+        if (rs != null && rs.role() != ReplicaSet.Role.PRIMARY) {
+            return "-READONLY this member stopped being the primary while moving keys: they stay on the shard";
+        }
+        face.store.delete(present.toArray(new byte[0][]));
+        long index = face.store.oplog().lastIndex();
+        ClusterNode cluster = face.cluster();
+        if (cluster != null) {
+            cluster.raiseFence(slot, index);
+        }
+        if (rs != null) {
+            try {
+                rs.awaitReplicas(index, -1, timeoutMillis).get(timeoutMillis + 1000L,
+                    java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                Throwable t = e.getCause() != null ? e.getCause() : e;
+                return "-IOERR keys moved, but their delete here is not yet on a majority of this shard (" + t.getMessage()
+                    + "): ASK for them waits until it is";
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return "-IOERR interrupted while the delete of moved keys reached a majority";
+            }
         }
         return "OK";
+    }
+
+    /**
+     * How many secondaries must hold the RESTOREs for a majority of the target's shard: members / 2 when the map
+     * names {@code address} in a shard of several members, else 0 (a one-member shard or a node outside the map).
+     */
+    private static int targetSecondaries(ClusterNode cluster, String address) {
+        if (cluster == null) {
+            return 0;
+        }
+        for (SlotMap.Shard s : cluster.map().shards()) {
+            for (SlotMap.Node n : s.nodes()) {
+                if (n.address().equals(address)) {
+                    return s.nodes().size() / 2;
+                }
+            }
+        }
+        return 0;
     }
 
     private static void command(java.io.ByteArrayOutputStream out, byte[]... args) {

@@ -370,6 +370,19 @@ class ClusterRespTest {
             Object none = a.sendCommand(redis.clients.jedis.Protocol.Command.MIGRATE, "127.0.0.1",
                 String.valueOf(servers.get(1).port()), "bar", "0", "5000");
             assertEquals("NOKEY", text(none));
+        }
+        // the states are durable records (cluster.slots): both nodes restarted answer for the move as before
+        for (int i = 0; i < 2; i++) {
+            int port = servers.get(i).port();
+            servers.get(i).close();
+            servers.set(i, server(tmp.resolve("n" + i), port));
+        }
+        try (Jedis a = new Jedis("127.0.0.1", servers.get(0).port());
+             Jedis b = new Jedis("127.0.0.1", servers.get(1).port())) {
+            assertThrows(redis.clients.jedis.exceptions.JedisAskDataException.class, () -> a.get("bar"));
+            assertThrows(JedisMovedDataException.class, () -> b.get("bar"));
+            assertEquals("OK", b.asking());
+            assertEquals("1", b.get("bar"));
 
             // a map of a higher epoch giving the slot to the target ends both states
             List<SlotMap.Shard> shards = new ArrayList<>();

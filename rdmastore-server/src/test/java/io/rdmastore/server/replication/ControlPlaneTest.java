@@ -235,6 +235,39 @@ class ControlPlaneTest {
     }
 
     @Test
+    void slotMigrationStatesAreRecordedUnderTheMapsEpochEndWithANewMapAndSurviveARestart() throws Exception {
+        final String leader = awaitAgreedLeader(planes.values());
+        final String follower = members.stream().map(Member::id).filter(id -> !id.equals(leader)).findFirst()
+            .orElseThrow();
+        final ControlPlane f = planes.get(follower);
+        f.setSlotMap(4, "epoch 4\n").get(20, TimeUnit.SECONDS);
+        f.setSlotMigration(4, 7, ControlPlane.SlotMigration.MIGRATING, "b").get(20, TimeUnit.SECONDS);
+        f.setSlotMigration(4, 9, ControlPlane.SlotMigration.IMPORTING, "c").get(20, TimeUnit.SECONDS);
+        final Map<Integer, ControlPlane.SlotMigration> two = Map.of(
+            7, new ControlPlane.SlotMigration(7, ControlPlane.SlotMigration.MIGRATING, "b"),
+            9, new ControlPlane.SlotMigration(9, ControlPlane.SlotMigration.IMPORTING, "c"));
+        awaitTrue(() -> planes.values().stream().allMatch(p -> two.equals(p.slotMigrations())), "states on all");
+        // a state under another epoch than the map's is refused; STABLE forgets one
+        final ExecutionException stale = assertThrows(ExecutionException.class, () -> planes.get(leader)
+            .setSlotMigration(3, 8, ControlPlane.SlotMigration.MIGRATING, "b").get(20, TimeUnit.SECONDS));
+        assertInstanceOf(IllegalStateException.class, stale.getCause(), stale.toString());
+        f.setSlotMigration(4, 9, ControlPlane.SlotMigration.STABLE, "").get(20, TimeUnit.SECONDS);
+        awaitTrue(() -> planes.values().stream().allMatch(p -> p.slotMigrations().keySet().equals(java.util.Set.of(7))),
+            "slot 9 stable on all");
+
+        // a member restarted on its storage replays them
+        planes.remove(follower).close();
+        start(follower);
+        awaitTrue(() -> planes.get(follower).slotMigrations().keySet().equals(java.util.Set.of(7)),
+            "states after a restart");
+        // the same map again keeps them; a map of a higher epoch ends them
+        planes.get(leader).setSlotMap(4, "epoch 4\n").get(20, TimeUnit.SECONDS);
+        assertEquals(java.util.Set.of(7), planes.get(leader).slotMigrations().keySet());
+        planes.get(leader).setSlotMap(5, "epoch 5\n").get(20, TimeUnit.SECONDS);
+        awaitTrue(() -> planes.values().stream().allMatch(p -> p.slotMigrations().isEmpty()), "ended by epoch 5");
+    }
+
+    @Test
     void addsAFourthMemberAndRemovesIt() throws Exception {
         final String leader = awaitAgreedLeader(planes.values());
         awaitTrue(() -> planes.values().stream().allMatch(p -> sorted(p.members()).equals(sorted(members))),
