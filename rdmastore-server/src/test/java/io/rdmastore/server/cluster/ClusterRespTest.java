@@ -38,6 +38,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -421,6 +422,26 @@ class ClusterRespTest {
         assertTrue(get.contains("from-redis-cli"), get);
         String plain = redisCli(cli.toString(), "-p", port, "get", "foo");
         assertTrue(plain.contains("MOVED 12182 127.0.0.1:" + servers.get(2).port()), plain);
+    }
+
+    /**
+     * {@code redis-cli --cluster check} and {@code info} read the topology from CLUSTER NODES, CLUSTER INFO and each
+     * node's own view, compare them, look for open (migrating/importing) slots and check the coverage: all of it must
+     * agree with the slot map.
+     */
+    @Test
+    void redisCliClusterCheckAgreesWithTheMap() throws Exception {
+        java.nio.file.Path cli = java.nio.file.Path.of("/usr/bin/redis-cli");
+        if (!java.nio.file.Files.isExecutable(cli)) {
+            org.junit.jupiter.api.Assertions.fail(cli + " is missing: apt-get install redis-tools");
+        }
+        String node = "127.0.0.1:" + servers.get(0).port();
+        String check = redisCli(cli.toString(), "--no-raw", "--cluster", "check", node);
+        assertTrue(check.contains("[OK] All nodes agree about slots configuration."), check);
+        assertTrue(check.contains("[OK] All 16384 slots covered."), check);
+        assertFalse(check.contains("[ERR]") || check.contains("[WARNING]"), check);
+        String info = redisCli(cli.toString(), "--cluster", "info", node);
+        assertTrue(info.contains("3 masters"), info);
     }
 
     private static String redisCli(String... command) throws Exception {
