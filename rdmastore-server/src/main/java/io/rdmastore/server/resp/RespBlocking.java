@@ -213,7 +213,18 @@ final class RespBlocking {
             if (reply == null) {
                 return;
             }
+            notifyServed(b, k.b);
             finish(b, reply);
+        }
+    }
+
+    /** The keyspace events of a pop (or move) made for a blocked client, as the command itself would emit them. */
+    private void notifyServed(Blocked b, byte[] key) {
+        switch (b.kind) {
+            case ZPOP, ZMPOP -> face.notify.served(RespNotify.ZSET, b.left ? "zpopmin" : "zpopmax", key, null, null);
+            case POP, MPOP -> face.notify.served(RespNotify.LIST, b.left ? "lpop" : "rpop", key, null, null);
+            default -> face.notify.served(RespNotify.LIST, b.left ? "lpop" : "rpop", key, b.dest,
+                b.toLeft ? "lpush" : "rpush");
         }
     }
 

@@ -128,6 +128,25 @@ final class RespNotify {
         }
     }
 
+    /**
+     * A client blocked on {@code key} was served (Redis's serveClientBlockedOnList and its sorted-set twin): the pop's
+     * event ({@code lpop}, {@code rpop}, {@code zpopmin}, {@code zpopmax}) on the key, {@code del} when that emptied
+     * it, and for a move the push's event ({@code lpush}, {@code rpush}) on the destination.
+     */
+    void served(int type, String pop, byte[] key, byte[] dest, String push) {
+        int f = flags;
+        if (f == 0) {
+            return;
+        }
+        emit(f, type, pop, key);
+        if (dest != null) {
+            emit(f, LIST, push, dest);
+        }
+        if (face.store.exists(key) == 0) {
+            emit(f, GENERIC, "del", key);
+        }
+    }
+
     /** Before a RESP command runs on this thread. */
     void begin() {
         if (flags != 0) {

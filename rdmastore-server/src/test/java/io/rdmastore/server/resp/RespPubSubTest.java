@@ -177,6 +177,35 @@ class RespPubSubTest {
         }
     }
 
+    /** A pop made for a blocked client emits the pop's events (and del when it empties the key), as in Redis. */
+    @Test
+    void popsServedToBlockedClientsEmitTheirEvents() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        Collector c = new Collector();
+        try (Jedis sub = jedis(RedisProtocol.RESP2); Jedis j = jedis(RedisProtocol.RESP2);
+             Jedis blocked = jedis(RedisProtocol.RESP2)) {
+            j.configSet("notify-keyspace-events", "Elg");
+            pool.submit(() -> sub.psubscribe(c, "__keyevent@0__:*"));
+            assertEquals(1, c.subscribed.poll(10, TimeUnit.SECONDS));
+            var pop = pool.submit(() -> blocked.blpop(10, "bl"));
+            // the pop is blocked once the server lists it among blocked clients
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!j.info("clients").contains("blocked_clients:1")) {
+                assertTrue(System.nanoTime() < deadline, "BLPOP did not block");
+                Thread.sleep(10);
+            }
+            j.rpush("bl", "x");
+            assertEquals(List.of("bl", "x"), pop.get(10, TimeUnit.SECONDS));
+            assertEquals("__keyevent@0__:*|__keyevent@0__:rpush|bl", c.next());
+            assertEquals("__keyevent@0__:*|__keyevent@0__:lpop|bl", c.next());
+            assertEquals("__keyevent@0__:*|__keyevent@0__:del|bl", c.next());
+            j.configSet("notify-keyspace-events", "");
+            c.punsubscribe();
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     @Test
     void aSubscriberThatDoesNotReadIsDisconnectedAtTheLimit() throws Exception {
         try (Jedis pub = jedis(RedisProtocol.RESP2); Socket slow = new Socket()) {
