@@ -60,10 +60,10 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--value-bytes", paramLabel = "B", defaultValue = "64",
         description = "Size of the value the timed run GETs (default ${DEFAULT-VALUE}).")
     int valueBytes;
-    @Option(names = "--idle-strategy", paramLabel = "S", defaultValue = "spin",
-        description = "Idle strategy of the server's UCX worker: spin (default: one core while the demo runs; the"
-            + " client thread drives its own worker) | yield | backoff (parks between requests: a wake-up per round"
-            + " trip).")
+    @Option(names = "--idle-strategy", paramLabel = "S", defaultValue = "adaptive",
+        description = "Idle strategy of the server's UCX worker: adaptive (default: spins through the gaps between"
+            + " requests while they keep coming, sleeps until a peer rings when they stop) | spin (one core while the"
+            + " demo runs) | yield | backoff (parks up to 1 ms between requests).")
     String idleStrategy;
     @Option(names = "--no-ucx-tcp", description = "Skip the row of UCX over its own tcp (and its server).")
     boolean noUcxTcp;
@@ -84,7 +84,7 @@ final class DemoCommand implements Callable<Integer> {
         }
         long start = System.nanoTime();
         Path dir = Files.createTempDirectory("rdmastore-demo");
-        idleStrategy = Values.oneOf("--idle-strategy", idleStrategy, "backoff", "spin", "yield");
+        idleStrategy = Values.oneOf("--idle-strategy", idleStrategy, "adaptive", "backoff", "spin", "yield");
         String savedTls = System.getProperty(TLS_PROPERTY);
         String savedIdle = System.getProperty(IDLE_PROPERTY);
         // Clients build their UcxTransport from system properties; the server gets the strategy from its config.
@@ -96,8 +96,8 @@ final class DemoCommand implements Callable<Integer> {
                 + " (deleted at the end)");
             out.println();
             System.setProperty(TLS_PROPERTY, SHM_TLS);
-            // the tcp row gets a server whose (unused) UCX worker parks, so a spinning worker never takes tcp's core
-            try (RdmaStoreServer server = startServer(dir.resolve("tcp"), "backoff")) {
+            // the tcp row gets a server whose (unused) UCX worker sleeps, so a spinning worker never takes tcp's core
+            try (RdmaStoreServer server = startServer(dir.resolve("tcp"), "adaptive")) {
                 ucx = server.ucxAvailable();
                 out.println("server on 127.0.0.1:" + server.port() + "; ucx " + (ucx ? "available (UCX_TLS=" + SHM_TLS
                     + ")" : "unavailable"));

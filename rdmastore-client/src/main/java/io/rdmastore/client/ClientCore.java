@@ -195,7 +195,7 @@ final class ClientCore implements AutoCloseable {
                 int slots = replicated ? 2 * config.seeds().size() + 2 : 2;
                 ucx.setProperty("maxConnections", Integer.toString(slots));
                 ucx.setProperty("memoryBudget", Long.toString((8L << 20) * slots / 2));
-                // the thread waiting for a reply drives the worker; the agent only serves async callers, so it parks
+                // the thread waiting for a reply drives the worker; the agent only serves async callers, so it sleeps soon
                 ucx.setProperty("idleStrategy", "light");
                 Transport t = Transports.load(Transports.UCX, ucx);
                 if (t instanceof UpgradeTransport u) {
