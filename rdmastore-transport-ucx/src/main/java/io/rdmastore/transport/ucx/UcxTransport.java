@@ -873,7 +873,6 @@ public final class UcxTransport implements UpgradeTransport {
             long start = System.nanoTime();
             long window = adaptive.window();
             boolean found = false;
-            int rounds = 0;
             while (running) {
                 long idleNanos = System.nanoTime() - start;
                 if (idleNanos >= window) {
@@ -887,7 +886,7 @@ public final class UcxTransport implements UpgradeTransport {
                 } else {
                     Thread.yield();
                 }
-                if ((++rounds & 3) == 0 && doWork() > 0) {
+                if (doWork() > 0) {
                     adaptive.workAfter(System.nanoTime() - start);
                     found = true;
                     break;
