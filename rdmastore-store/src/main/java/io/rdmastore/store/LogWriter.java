@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -46,6 +47,14 @@ final class LogWriter implements AutoCloseable {
     private ByteBuffer spare = ByteBuffer.allocateDirect(BUFFER_BYTES);
     /** Guarded by writeLock. */
     private FileChannel channel;
+    /**
+     * Segments {@link #rotate} switched away from, not yet forced and closed, and where the last of them ends in
+     * {@code writtenTotal} terms. Guarded by writeLock; emptied under syncLock ({@link #finishRotation}).
+     */
+    private final java.util.ArrayDeque<FileChannel> retiring = new java.util.ArrayDeque<>();
+    private long retiringEnd;
+    /** The current segment was created by a rotation whose creation is not yet durable. Guarded by writeLock. */
+    private boolean segmentCreationPending;
     /** Guarded by writeLock: the file offset where the next write lands. */
     private long filePosition;
     private long segmentId;
@@ -356,6 +365,8 @@ final class LogWriter implements AutoCloseable {
             if (failure != null) {
                 throw new StoreException("MISCONF the log is not writable: " + failure);
             }
+            // a rotation's old segment first: the new one's writes may not be durable before its
+            finishRotationLocked();
             long target;
             FileChannel ch;
             synchronized (writeLock) {
@@ -383,27 +394,86 @@ final class LogWriter implements AutoCloseable {
         return appendedTotal > syncedTotal;
     }
 
-    /** Closes the current segment (forced) and starts the next; returns the new segment's id. */
+    /**
+     * Starts the next segment and returns its id; the caller holds every shard lock (no append runs). No fsync here:
+     * the segment left behind is forced and closed, and the new one's creation made durable, by
+     * {@link #finishRotation()}, which the caller runs after releasing its locks, so a rotation stalls writers for the
+     * time of a file creation, not of an fsync of a segment's dirty pages. Until then every {@link #syncTo} finishes
+     * it first: no write of the new segment is reported durable before the old segment's are.
+     */
     long rotate() throws IOException {
+        synchronized (writeLock) {
+            drainLocked();
+            synchronized (appendLock) {
+                FileChannel old = channel;
+                segmentId++;
+                Path file = dir.resolve(LogDescriptor.segmentName(segmentId));
+                FileChannel next = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                        StandardOpenOption.WRITE);
+                try {
+                    writeFully(next, ByteBuffer.wrap(LogDescriptor.SEGMENT_MAGIC), 0);
+                    next.position(LogDescriptor.MAGIC_LENGTH);
+                } catch (IOException e) {
+                    segmentId--;
+                    next.close();
+                    java.nio.file.Files.deleteIfExists(file);
+                    throw e;
+                }
+                retiring.add(old);
+                retiringEnd = writtenTotal;
+                segmentCreationPending = true;
+                channel = next;
+                filePosition = LogDescriptor.MAGIC_LENGTH;
+                return segmentId;
+            }
+        }
+    }
+
+    /**
+     * Forces and closes the segments {@link #rotate} left behind and makes the new segment's creation durable (its
+     * magic and its directory entry). Any thread holding no shard lock.
+     */
+    void finishRotation() {
         synchronized (syncLock) {
-            synchronized (writeLock) {
-                drainLocked();
-                synchronized (appendLock) {
-                    channel.force(false);
-                    syncedTotal = writtenTotal;
-                    channel.close();
-                    segmentId++;
-                    Path file = dir.resolve(LogDescriptor.segmentName(segmentId));
-                    channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                            StandardOpenOption.WRITE);
-                    writeFully(channel, ByteBuffer.wrap(LogDescriptor.SEGMENT_MAGIC), 0);
-                    filePosition = LogDescriptor.MAGIC_LENGTH;
-                    channel.position(filePosition);
-                    channel.force(true);
-                    syncDirectory(dir);
-                    return segmentId;
+            finishRotationLocked();
+        }
+    }
+
+    /** The caller holds syncLock. */
+    private void finishRotationLocked() {
+        List<FileChannel> old;
+        boolean created;
+        long end;
+        FileChannel current;
+        synchronized (writeLock) {
+            if (retiring.isEmpty() && !segmentCreationPending) {
+                return;
+            }
+            old = new java.util.ArrayList<>(retiring);
+            retiring.clear();
+            created = segmentCreationPending;
+            segmentCreationPending = false;
+            end = retiringEnd;
+            current = channel;
+        }
+        try {
+            for (FileChannel c : old) {
+                try {
+                    c.force(false);
+                } finally {
+                    c.close();
                 }
             }
+            if (created) {
+                current.force(true);
+                syncDirectory(dir);
+            }
+        } catch (IOException e) {
+            failure = "fsync failed: " + e;
+            throw new StoreException("log fsync failed at a segment rotation: " + e.getMessage(), e);
+        }
+        if (end > syncedTotal) {
+            syncedTotal = end;
         }
     }
 
@@ -432,6 +502,16 @@ final class LogWriter implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         synchronized (syncLock) {
+            if (failure == null) {
+                finishRotationLocked();
+            } else {
+                synchronized (writeLock) {
+                    for (FileChannel c : retiring) {
+                        c.close();
+                    }
+                    retiring.clear();
+                }
+            }
             synchronized (writeLock) {
                 if (channel.isOpen()) {
                     try {

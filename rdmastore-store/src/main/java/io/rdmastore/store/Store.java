@@ -2393,6 +2393,8 @@ public final class Store implements AutoCloseable {
         } finally {
             unlockAll(all);
         }
+        // the old segment's fsync, outside the locks: writers went on meanwhile
+        log.finishRotation();
         Path tmp = dir.resolve(LogDescriptor.snapshotName(base) + ".tmp");
         Path target = dir.resolve(LogDescriptor.snapshotName(base));
         long records = 0;
@@ -2794,6 +2796,7 @@ public final class Store implements AutoCloseable {
                 unlockAll(all);
             }
         }
+        log.finishRotation();
         LOG.info("installed snapshot at position ({}, {}) from another member", pos[0], pos[1]);
     }
 

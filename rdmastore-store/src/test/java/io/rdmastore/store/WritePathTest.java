@@ -85,6 +85,35 @@ class WritePathTest {
         assertEquals(3, all[all.length - 1 - LogDescriptor.POSITION_OP_LENGTH]);
     }
 
+    /**
+     * A rotation makes no fsync (it runs under every shard lock); the old segment is forced by finishRotation after
+     * the locks, or by the next syncTo first: a frame of the new segment is never reported durable before the old
+     * segment's frames are, and the old segment's channel is closed then.
+     */
+    @Test
+    @Timeout(20)
+    void aRotationDefersTheOldSegmentsFsyncToTheNextSync() throws Exception {
+        try (LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0))) {
+            long first = append(w, frameOf(100, (byte) 1));
+            assertEquals(2, w.rotate());
+            assertTrue(w.dirty(), "the old segment is not forced by the rotation");
+            long second = append(w, frameOf(100, (byte) 2));
+            assertTrue(second > first);
+            w.syncTo(second);
+            assertTrue(!w.dirty(), "the sync covers both segments");
+            assertEquals(3, w.rotate());
+            w.finishRotation();
+            w.finishRotation();
+            assertTrue(!w.dirty(), "nothing was appended since: the finished rotation leaves nothing to sync");
+            long third = append(w, frameOf(100, (byte) 3));
+            w.syncTo(third);
+        }
+        int m = LogDescriptor.MAGIC_LENGTH;
+        assertEquals(m + frameBytes(100), Files.size(dir.resolve(LogDescriptor.segmentName(1))));
+        assertEquals(m + frameBytes(100), Files.size(dir.resolve(LogDescriptor.segmentName(2))));
+        assertEquals(m + frameBytes(100), Files.size(dir.resolve(LogDescriptor.segmentName(3))));
+    }
+
     @Test
     @Timeout(20)
     void appendAfterCloseFailsClearly() throws Exception {
