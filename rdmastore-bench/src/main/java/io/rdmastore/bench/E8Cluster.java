@@ -271,7 +271,7 @@ public final class E8Cluster implements Experiment {
         E3Zipf.Cell redis3 = cells.get("redis/3/3");
         String notes = String.format(Locale.ROOT, "%d keys of %d B, scrambled Zipf, 95 %% GET / 5 %% SET; %.1f s per cell"
             + " after a warm-up, one client per connection and thread. rdmastore: one server process per shard"
-            + " (--cluster, --ucx-idle backoff: several servers on two cores cannot each spin one), the slots split"
+            + " (--cluster, --ucx-idle adaptive: several servers on two cores cannot each spin one), the slots split"
             + " evenly, clients RdmaStoreClusterClient (routes by its cached slot map; redirects counted in the"
             + " window). Redis: redis-server 7 with --cluster-enabled yes, no persistence, created with redis-cli"
             + " --cluster create, clients JedisCluster. Target (issue 16): 3 shards over ucx at least 5x the 3-shard"
