@@ -575,6 +575,16 @@ final class ClientCore implements AutoCloseable {
             long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.SECONDS.toNanos(1);
             int idle = 0;
             while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < TCP_SPIN_ROUNDS)) {
+                if (s.driven && idle >= SPIN_ROUNDS + YIELD_ROUNDS) {
+                    // A slow reply: block on the call itself instead of parking a fixed time. The transport's agent
+                    // completes it when the reply lands (over ucx on one host the server rings the agent's doorbell),
+                    // which wakes this thread at once; it drives the worker itself again at least every millisecond.
+                    if (!awaitBriefly(call)) {
+                        break;
+                    }
+                    idle = driveTransports() > 0 ? 0 : idle;
+                    continue;
+                }
                 idle = idle(idle, s.driven ? driveTransports() : 0);
             }
         }
@@ -591,6 +601,19 @@ final class ClientCore implements AutoCloseable {
             throw new RdmaStoreException("interrupted while waiting for " + ProtocolDescriptor.opcodeName(call.opcode),
                 e);
         }
+    }
+
+    /** Waits up to a millisecond for {@code call}; false when interrupted (the flag is set again). */
+    private static boolean awaitBriefly(Call<?> call) {
+        try {
+            call.get(1, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException | ExecutionException e) {
+            // not yet, or done with an error the caller reports
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+        return true;
     }
 
     // ---- replica set ----

@@ -94,6 +94,8 @@ final class Doorbell implements AutoCloseable {
     private final MemorySegment selfAddress;
     private final int selfAddressLength;
     private volatile boolean closed;
+    /** Rings this process sent to peers (for tests and doctor). */
+    final java.util.concurrent.atomic.AtomicLong ringsSent = new java.util.concurrent.atomic.AtomicLong();
 
     private Doorbell(int socket, int memfd, byte[] name, UnsafeBuffer flag) {
         this.socket = socket;
@@ -155,6 +157,11 @@ final class Doorbell implements AutoCloseable {
     /** Marks the agent asleep (true) or awake. The store is followed by a full fence. */
     void asleep(boolean value) {
         flag.putIntVolatile(0, value ? 1 : 0);
+    }
+
+    /** Whether the flag says asleep. */
+    boolean isAsleep() {
+        return flag.getIntVolatile(0) != 0;
     }
 
     /** Sleeps until a ring or {@code timeoutMillis}; true when rung. Drains the socket. */
@@ -227,8 +234,6 @@ final class Doorbell implements AutoCloseable {
         private final UnsafeBuffer peerFlag;
         private final MemorySegment to;
         private final int length;
-        /** Rings sent, for tests. */
-        long rings;
 
         private Remote(UnsafeBuffer peerFlag, MemorySegment to, int length) {
             this.peerFlag = peerFlag;
@@ -239,7 +244,7 @@ final class Doorbell implements AutoCloseable {
         /** After a put to the peer: rings when its agent is asleep. A plain load unless it is. */
         void ringIfAsleep() {
             if (peerFlag.getIntVolatile(0) != 0) {
-                rings++;
+                ringsSent.incrementAndGet();
                 send(to, length);
             }
         }

@@ -936,6 +936,18 @@ public final class UcxTransport implements UpgradeTransport {
         parked = false;
     }
 
+    /** Whether the agent's doorbell flag says asleep now (it may still take one last look at its rings). */
+    boolean agentAsleep() {
+        Doorbell bell = doorbell;
+        return bell != null && bell.isAsleep();
+    }
+
+    /** Rings of peers' doorbells this transport sent. */
+    long ringsSent() {
+        Doorbell bell = doorbell;
+        return bell == null ? 0 : bell.ringsSent.get();
+    }
+
     /** Whether this transport's agent has a doorbell peers can ring. */
     boolean hasDoorbell() {
         return doorbell != null;
