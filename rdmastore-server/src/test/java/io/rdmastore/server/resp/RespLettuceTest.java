@@ -194,6 +194,9 @@ class RespLettuceTest {
     void pipelinedWithAutoFlushOff(ProtocolVersion version) {
         RedisClient client = client(version, server, null);
         try (StatefulRedisConnection<String, String> conn = client.connect()) {
+            // a command's time-out runs from when it is queued: 9000 queued commands on a loaded machine may take
+            // longer than the URI's 10 s; the bound here is the awaitAll below
+            conn.setTimeout(Duration.ofSeconds(40));
             RedisAsyncCommands<String, String> a = conn.async();
             conn.setAutoFlushCommands(false);
             List<RedisFuture<?>> futures = new ArrayList<>();
@@ -206,7 +209,7 @@ class RespLettuceTest {
             RedisFuture<Map<String, String>> hash = a.hgetall("h");
             RedisFuture<Long> count = a.incr("c");
             conn.flushCommands();
-            assertTrue(LettuceFutures.awaitAll(Duration.ofSeconds(20), futures.toArray(new RedisFuture<?>[0])));
+            assertTrue(LettuceFutures.awaitAll(Duration.ofSeconds(40), futures.toArray(new RedisFuture<?>[0])));
             assertEquals("v2999", last.toCompletableFuture().join());
             assertEquals(3000, hash.toCompletableFuture().join().size());
             assertEquals(3001L, count.toCompletableFuture().join());
