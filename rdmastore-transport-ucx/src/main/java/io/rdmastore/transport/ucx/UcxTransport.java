@@ -281,6 +281,8 @@ public final class UcxTransport implements UpgradeTransport {
     private final java.util.concurrent.atomic.AtomicLong sleeps = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong eventWakes = new java.util.concurrent.atomic.AtomicLong();
     private AmDispatcher am;
+    /** Bytes copied beyond the one copy into the ring, over all connections (package-private for tests). */
+    final CopyCounters copies = new CopyCounters();
 
     /** A transport with defaults (and system properties {@code rdmastore.ucx.*}). */
     public UcxTransport() {
