@@ -151,6 +151,34 @@ class UcxFragmentCopyTest {
         }
     }
 
+    @Test
+    @Timeout(120)
+    void withoutWaitingOnlyTheUnsentRestIsCopied() {
+        // no wait for credit: whatever does not fit the peer's ring at once is spilled, and sent from the spill
+        System.setProperty(WAIT, "0");
+        try (TcpTransport stcp = new TcpTransport(); TcpTransport ctcp = new TcpTransport();
+             UcxTransport server = ucx(false); UcxTransport client = ucx(true);
+             Network sn = new Network(new Network.Context().carrier(stcp).upgrade(server));
+             Network cn = new Network(new Network.Context().carrier(ctcp).upgrade(client));
+             Arena arena = Arena.ofConfined()) {
+            Listener l = echo(sn);
+            Last last = new Last();
+            Connection c = cn.connect(l.localAddress(), last, ConnectOptions.DEFAULT.withTransport("ucx"));
+            MemorySegment msg = arena.allocate(LARGE);
+            int rounds = 12;
+            for (int seq = 0; seq < rounds; seq++) {
+                roundTrip(c, client, last, msg.asSlice(0, LARGE), seq, arena);
+            }
+            long copied = client.copies.sentBytes();
+            // the peer's ring holds at most 1 MiB of the 3 MiB: at least 2 MiB of each is kept, and never all of it
+            // (its ring is empty between round trips, so the first fragments go out from the caller's memory)
+            assertTrue(copied >= (long) rounds * (LARGE - RING), "copied " + copied);
+            assertTrue(copied <= (long) rounds * (LARGE - (RING / 4 - RingDescriptor.MIN_FRAME)), "copied " + copied);
+            c.close();
+            l.close();
+        }
+    }
+
     private static void roundTrip(Connection c, UcxTransport client, Last last, MemorySegment m, int seq,
                                   Arena arena) {
         fill(m, 0, seq);
