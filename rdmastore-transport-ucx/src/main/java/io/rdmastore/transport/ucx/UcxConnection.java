@@ -417,6 +417,8 @@ final class UcxConnection extends UcxConnectionBase {
         current = home;
         currentOffset = 0;
         currentBegun = begun;
+        // the offering thread may not be the agent, which then sends the rest: it may be asleep
+        transport.wake();
     }
 
     @Override
