@@ -508,6 +508,22 @@ public final class UcxTransport implements UpgradeTransport {
         return invokerLock.isHeldByCurrentThread();
     }
 
+    /**
+     * Bytes this transport copied on the send side beyond the one copy of each message into the ring (a rest kept
+     * because the peer's ring was full, a message offered by a thread that could not drive); since start. Any thread.
+     */
+    public long copiedBytesSent() {
+        return copies.sentBytes();
+    }
+
+    /**
+     * Bytes this transport copied on the receive side beyond handing a frame to the handler where it landed (fragments
+     * gathered into the assembly buffer, its growth); since start. Any thread.
+     */
+    public long copiedBytesReceived() {
+        return copies.receivedBytes();
+    }
+
     boolean sameHost(Peer peer) {
         return peer.hostId().equals(hostId);
     }
