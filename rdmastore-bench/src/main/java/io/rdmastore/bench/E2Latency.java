@@ -25,7 +25,7 @@ public final class E2Latency implements Experiment {
     static final int[] QUICK_SIZES = {1 << 10, 64 << 10};
     static final String[] OPS = {"get", "put"};
     static final String[] METRICS = {"p50_us", "p99_us", "p999_us", "mean_us", "source_us", "process_us", "sink_us",
-        "other_us"};
+        "other_us", "server_copies"};
 
     @Override
     public String id() {
@@ -39,7 +39,7 @@ public final class E2Latency implements Experiment {
 
     /** One measurement's figures. */
     record Result(String system, String op, int size, long count, double p50, double p99, double p999, double mean,
-                  double source, double process, double sink) {
+                  double source, double process, double sink, double serverCopies) {
         double other() {
             return Double.isNaN(source) ? Double.NaN : mean - source - process - sink;
         }
@@ -54,6 +54,7 @@ public final class E2Latency implements Experiment {
                 case "process_us" -> process;
                 case "sink_us" -> sink;
                 case "other_us" -> other();
+                case "server_copies" -> serverCopies;
                 default -> throw new IllegalArgumentException(m);
             };
         }
@@ -135,9 +136,11 @@ public final class E2Latency implements Experiment {
                         }
                     };
                     warm(call, count, budgetNanos);
-                    Map<String, Long> before = timingSums(client.info());
+                    String infoBefore = client.info();
                     Histogram h = measure(call, count, budgetNanos);
-                    Map<String, Long> after = timingSums(client.info());
+                    String infoAfter = client.info();
+                    Map<String, Long> before = timingSums(infoBefore);
+                    Map<String, Long> after = timingSums(infoAfter);
                     String opcode = op.equals("get") ? "get" : "set";
                     long n = after.getOrDefault(opcode + "_count", 0L) - before.getOrDefault(opcode + "_count", 0L);
                     if (n != h.getTotalCount()) {
@@ -147,7 +150,7 @@ public final class E2Latency implements Experiment {
                     out.add(new Result(system, op, size, h.getTotalCount(), us(h.getValueAtPercentile(50)),
                         us(h.getValueAtPercentile(99)), us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0,
                         phase(before, after, opcode, "source", n), phase(before, after, opcode, "process", n),
-                        phase(before, after, opcode, "sink", n)));
+                        phase(before, after, opcode, "sink", n), serverCopies(infoBefore, infoAfter, n, size)));
                     progress.step(system + " " + op + " " + Sizes.human(size));
                 }
             }
@@ -176,7 +179,7 @@ public final class E2Latency implements Experiment {
                     Histogram h = measure(call, count, budgetNanos);
                     out.add(new Result("redis", op, size, h.getTotalCount(), us(h.getValueAtPercentile(50)),
                         us(h.getValueAtPercentile(99)), us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0,
-                        Double.NaN, Double.NaN, Double.NaN));
+                        Double.NaN, Double.NaN, Double.NaN, Double.NaN));
                     progress.step("redis " + op + " " + Sizes.human(size));
                 }
             }
@@ -228,6 +231,28 @@ public final class E2Latency implements Experiment {
     }
 
     /**
+     * Copies of the value the server made per operation beyond the one into its ring (INFO's
+     * {@code ucx_copied_sent_bytes} and {@code ucx_copied_received_bytes}, docs/transport-ucx.md): the bytes copied
+     * over the measurement, divided by the operations and the value size; NaN without ucx counters (a tcp server).
+     */
+    static double serverCopies(String before, String after, long n, int size) {
+        long b = ucxCopied(before);
+        long a = ucxCopied(after);
+        return b < 0 || a < 0 || n == 0 ? Double.NaN : (double) (a - b) / n / size;
+    }
+
+    /** The sum of INFO's ucx copy counters, or -1 when the server shows none. */
+    private static long ucxCopied(String info) {
+        long sum = -1;
+        for (String line : info.split("\r\n")) {
+            if (line.startsWith("ucx_copied_") && line.indexOf(':') > 0) {
+                sum = Math.max(sum, 0) + Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+            }
+        }
+        return sum;
+    }
+
+    /**
      * The numeric lines of INFO's {@code Timing} section (see docs/protocol.md).
      *
      * @throws IllegalStateException when the server's timing is off
@@ -255,7 +280,7 @@ public final class E2Latency implements Experiment {
             by.put(r.system() + "/" + r.op() + "/" + r.size(), r);
         }
         List<String> header = List.of("op", "size", "system", "p50 us", "p99 us", "p99.9 us", "mean us", "source us",
-            "process us", "sink us", "other us", "calls");
+            "process us", "sink us", "other us", "server copies", "calls");
         List<List<String>> body = new ArrayList<>();
         for (String op : OPS) {
             for (int size : sizes) {
@@ -265,7 +290,8 @@ public final class E2Latency implements Experiment {
                         continue;
                     }
                     body.add(List.of(op, Sizes.human(size), system, f(r.p50()), f(r.p99()), f(r.p999()), f(r.mean()),
-                        f(r.source()), f(r.process()), f(r.sink()), f(r.other()), Long.toString(r.count())));
+                        f(r.source()), f(r.process()), f(r.sink()), f(r.other()), f(r.serverCopies()),
+                        Long.toString(r.count())));
                 }
             }
         }
@@ -305,7 +331,10 @@ public final class E2Latency implements Experiment {
             + "a spinning worker never takes the other's core. Source / Process / Sink are means measured in the "
             + "server (--timing; INFO's Timing section, docs/protocol.md): decoding, the store operation (GET's "
             + "includes copying the value into the reply), handing the reply to the transport. Other = client mean "
-            + "minus the three: wire, client encode/decode and waiting.");
+            + "minus the three: wire, client encode/decode and waiting. Server copies: copies of the value the "
+            + "server's ucx transport made per operation beyond the one into its ring (INFO's ucx_copied_*_bytes; "
+            + "a value gathered from ring fragments counts 1, a reply copied before it is sent 1 more; "
+            + "docs/transport-ucx.md).");
         if (!redis) {
             sb.append(" redis-server is not installed here, so its rows are missing (apt-get install redis-server).");
         }

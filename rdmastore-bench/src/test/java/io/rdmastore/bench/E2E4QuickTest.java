@@ -50,6 +50,12 @@ class E2E4QuickTest {
                 }
             }
         }
+        for (String op : List.of("get", "put")) {
+            // the copies a ucx server made per operation, read from its INFO (tcp servers have no such counter)
+            String row = "\"system\":\"rdmastore-ucx\", \"variant\":\"" + op + "\", \"size_bytes\":1024, "
+                + "\"clients\":1, \"metric\":\"server_copies\"";
+            assertTrue(json.contains(row), "E2.json lacks " + row + ":\n" + json);
+        }
     }
 
     @Test

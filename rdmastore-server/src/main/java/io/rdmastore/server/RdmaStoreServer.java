@@ -435,6 +435,10 @@ public final class RdmaStoreServer implements AutoCloseable {
         server.put("tcp_port", String.valueOf(port));
         server.put("transports", ucx != null ? "tcp,ucx" : "tcp");
         server.put("ucx", ucxStatus);
+        if (ucx != null) {
+            server.put("ucx_copied_sent_bytes", String.valueOf(ucx.copiedBytesSent()));
+            server.put("ucx_copied_received_bytes", String.valueOf(ucx.copiedBytesReceived()));
+        }
         server.put("native_clients", String.valueOf(sessions.size()));
         server.put("resp_clients", String.valueOf(resp != null ? resp.connectedClients() : 0));
         server.put("max_connections", String.valueOf(config.maxConnections()));

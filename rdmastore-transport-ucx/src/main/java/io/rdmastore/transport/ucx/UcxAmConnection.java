@@ -107,6 +107,7 @@ final class UcxAmConnection extends UcxConnectionBase {
         MemorySegment copy = Arena.ofAuto().allocate(Math.max(1, length)).asSlice(0, length);
         if (data.isDataValid()) {
             MemorySegment.copy(MemorySegment.ofAddress(data.getDataAddress()).reinterpret(length), 0, copy, 0, length);
+            transport.copies.received(length);
             early.put(seq, copy);
             flushEarly();
             return UcsConstants.STATUS.UCS_OK;
@@ -151,6 +152,7 @@ final class UcxAmConnection extends UcxConnectionBase {
         if (length > stageCapacity / 2) {
             own = Arena.ofAuto().allocate(Math.max(1, length));
             MemorySegment.copy(message, offset, own, 0, length);
+            transport.copies.sent(length);
             source = own.address();
         } else {
             if (inFlight == 0) {

@@ -33,9 +33,19 @@ import static io.rdmastore.transport.ucx.RingDescriptor.frameLength;
  * each frame in its mirror at the offset it will have in the peer's ring and puts that range; the mirror bytes are not
  * touched again until the peer's credit says the frame was consumed, so a put never reads memory being rewritten.
  *
+ * <p>A message larger than a frame offered by a thread that can drive goes out as fragments written from the caller's
+ * memory straight into the mirror; while the peer's ring is full the offer keeps driving the worker for credit, and only
+ * when none comes (the peer is slow, or is itself waiting for this side to read) is the unsent rest copied, once, into
+ * a reused off-heap spill buffer, sent from there ahead of anything queued later.
+ *
  * <p>Threads: everything except the {@link io.rdmastore.transport.Connection} methods runs on the driver thread.
  */
 final class UcxConnection extends UcxConnectionBase {
+    /**
+     * How long an offer of a fragmented message waits without credit before it copies the rest and returns: a peer
+     * that consumes keeps the offer going; a stuck one costs this much of the driver's time once per message.
+     */
+    private final long fragmentWaitNanos = Long.getLong("rdmastore.ucx.fragmentWaitNanos", 1_000_000L);
     private final boolean flushFooter;
     private int capacity;
     private int mask;
@@ -72,8 +82,14 @@ final class UcxConnection extends UcxConnectionBase {
     private long tail;
     private int sendSeq = 1;
     private long peerHead;
-    private byte[] current;
-    private int currentOffset;
+    /** The message being sent in fragments from the pending queue or the spill; its bytes sent; its FIRST sent. */
+    private MemorySegment current;
+    private long currentOffset;
+    private boolean currentBegun;
+    /** Set while an offer writes fragments from the caller's memory: a reentrant offer must queue behind it. */
+    private boolean sendingDirect;
+    /** Reused home of the unsent rest of a message offered directly (up to {@link #pendingLimit()} bytes). */
+    private MemorySegment spill;
 
     private final UcxCallback creditDone = new UcxCallback() {
         @Override
@@ -158,7 +174,7 @@ final class UcxConnection extends UcxConnectionBase {
 
     @Override
     boolean hasPending() {
-        return current != null || !pending.isEmpty();
+        return current != null || sendingDirect || !pending.isEmpty();
     }
 
     // ---- receive ----
@@ -252,10 +268,12 @@ final class UcxConnection extends UcxConnectionBase {
             MemorySegment bigger = Arena.ofAuto().allocate(Math.min(size, Math.max(need, maxMessageLength())));
             if (assembly != null) {
                 MemorySegment.copy(assembly, 0, bigger, 0, assembled);
+                transport.copies.received(assembled);
             }
             assembly = bigger;
         }
         MemorySegment.copy(ringSegment, offset, assembly, assembled, length);
+        transport.copies.received(length);
         assembled = need;
         if ((flags & LAST) != 0) {
             assembling = false;
@@ -321,28 +339,109 @@ final class UcxConnection extends UcxConnectionBase {
 
     @Override
     int sendNow(MemorySegment message, long offset, int length) {
-        if (length > maxFrame) {
-            return TransportStatus.BACK_PRESSURED;
+        if (length <= maxFrame) {
+            return writeFrame(message, offset, length, WHOLE);
         }
-        return writeFrame(message, offset, length, WHOLE);
+        sendingDirect = true;
+        try {
+            return sendFragments(message, offset, length);
+        } finally {
+            sendingDirect = false;
+        }
+    }
+
+    /**
+     * Writes a message's fragments from the caller's memory while the peer's ring has room, driving the worker for
+     * credit while it has none. The offer must copy before it returns, so when credit stops coming the rest is spilled.
+     */
+    private int sendFragments(MemorySegment message, long offset, int length) {
+        long sent = 0;
+        long lastRoom = System.nanoTime();
+        while (sent < length) {
+            int chunk = (int) Math.min(length - sent, maxFrame);
+            int flags = (sent == 0 ? FIRST : 0) | (sent + chunk == length ? LAST : 0);
+            int status = writeFrame(message, offset + sent, chunk, flags);
+            if (status == TransportStatus.OK) {
+                sent += chunk;
+                lastRoom = System.nanoTime();
+                continue;
+            }
+            if (status != TransportStatus.BACK_PRESSURED) {
+                return status;
+            }
+            // A peer with frames waiting here may itself be waiting for this side's credit: waiting would deadlock.
+            if (frameWaiting() || System.nanoTime() - lastRoom > fragmentWaitNanos) {
+                spill(message, offset + sent, length - sent, sent > 0);
+                return TransportStatus.OK;
+            }
+            try {
+                // puts over a software wire and the peer's credit put (landing here) need this worker's progress
+                transport.worker().progress();
+            } catch (Exception e) {
+                close(e);
+                return TransportStatus.CLOSED;
+            }
+            Thread.onSpinWait();
+        }
+        return TransportStatus.OK;
+    }
+
+    /** Whether the peer's next frame has landed at the head of the receive ring, unread. */
+    private boolean frameWaiting() {
+        int pos = (int) (head & mask);
+        if (capacity - pos < MIN_FRAME) {
+            pos = 0;
+        }
+        long word = ring.getLongVolatile(pos);
+        int length = (int) word;
+        if ((int) (word >>> 32) == 0 || length < 0 || length > maxFrame || pos + frameLength(length) > capacity) {
+            return false;
+        }
+        return ring.getIntVolatile(pos + frameLength(length) - FOOTER) == expectedSeq;
+    }
+
+    /** Copies the unsent rest of a message once and makes it the message the driver sends next. */
+    private void spill(MemorySegment message, long from, long length, boolean begun) {
+        MemorySegment home;
+        if (length <= pendingLimit()) {
+            if (spill == null) {
+                spill = Arena.ofAuto().allocate(pendingLimit(), RingDescriptor.ALIGN);
+            }
+            home = spill.asSlice(0, length);
+        } else {
+            home = Arena.ofAuto().allocate(length, RingDescriptor.ALIGN);
+        }
+        MemorySegment.copy(message, from, home, 0, length);
+        transport.copies.sent(length);
+        pendingBytes.addAndGet(length);
+        current = home;
+        currentOffset = 0;
+        currentBegun = begun;
+        // the offering thread may not be the agent, which then sends the rest: it may be asleep
+        transport.wake();
     }
 
     @Override
     int drainPending() {
+        if (sendingDirect) {
+            return 1;
+        }
         while (true) {
             if (current == null) {
-                current = pending.poll();
-                currentOffset = 0;
-                if (current == null) {
+                byte[] next = pending.poll();
+                if (next == null) {
                     return 0;
                 }
+                current = MemorySegment.ofArray(next);
+                currentOffset = 0;
+                currentBegun = false;
             }
-            MemorySegment m = MemorySegment.ofArray(current);
+            long size = current.byteSize();
             while (true) {
-                int remaining = current.length - currentOffset;
-                int chunk = Math.min(remaining, maxFrame);
-                int flags = (currentOffset == 0 ? FIRST : 0) | (chunk == remaining ? LAST : 0);
-                int status = writeFrame(m, currentOffset, chunk, flags);
+                long remaining = size - currentOffset;
+                int chunk = (int) Math.min(remaining, maxFrame);
+                int flags = (currentBegun ? 0 : FIRST) | (chunk == remaining ? LAST : 0);
+                int status = writeFrame(current, currentOffset, chunk, flags);
                 if (status == TransportStatus.BACK_PRESSURED) {
                     return 1;
                 }
@@ -350,9 +449,10 @@ final class UcxConnection extends UcxConnectionBase {
                     current = null;
                     return 0;
                 }
+                currentBegun = true;
                 currentOffset += chunk;
-                if (currentOffset == current.length) {
-                    pendingBytes.addAndGet(-current.length);
+                if (currentOffset == size) {
+                    pendingBytes.addAndGet(-size);
                     current = null;
                     break;
                 }

@@ -130,7 +130,10 @@ abstract class UcxConnectionBase implements Connection {
     /** Driver: whether queued messages wait. */
     abstract boolean hasPending();
 
-    /** The largest message sent in one frame; larger ones go through the pending queue in fragments. */
+    /**
+     * The largest message sent in one frame. Larger ones are fragmented: from the caller's memory when it can drive
+     * (the rest kept by the connection if the peer's ring fills up), else through the pending queue.
+     */
     abstract int maxFramePayload();
 
     private int enqueue(MemorySegment message, int length) {
@@ -141,6 +144,7 @@ abstract class UcxConnectionBase implements Connection {
         }
         pendingBytes.addAndGet(length);
         pending.offer(message.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+        transport.copies.sent(length);
         transport.wake();
         return TransportStatus.OK;
     }
@@ -175,7 +179,7 @@ abstract class UcxConnectionBase implements Connection {
     public String describe() {
         return transport.name() + " " + wire() + " " + remoteAddress() + " ("
             + transport.wireKind(peer) + (crossMemoryReads ? ", reads by process_vm_readv" : "") + ", "
-            + transport.context() + ")";
+            + transport.context() + ", " + transport.copies + ")";
     }
 
     @Override

@@ -281,6 +281,8 @@ public final class UcxTransport implements UpgradeTransport {
     private final java.util.concurrent.atomic.AtomicLong sleeps = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong eventWakes = new java.util.concurrent.atomic.AtomicLong();
     private AmDispatcher am;
+    /** Bytes copied beyond the one copy into the ring, over all connections (package-private for tests). */
+    final CopyCounters copies = new CopyCounters();
 
     /** A transport with defaults (and system properties {@code rdmastore.ucx.*}). */
     public UcxTransport() {
@@ -504,6 +506,22 @@ public final class UcxTransport implements UpgradeTransport {
     /** Whether the calling thread is driving the worker now (the agent, or an invoker inside doWork). */
     boolean isDriverThread() {
         return invokerLock.isHeldByCurrentThread();
+    }
+
+    /**
+     * Bytes this transport copied on the send side beyond the one copy of each message into the ring (a rest kept
+     * because the peer's ring was full, a message offered by a thread that could not drive); since start. Any thread.
+     */
+    public long copiedBytesSent() {
+        return copies.sentBytes();
+    }
+
+    /**
+     * Bytes this transport copied on the receive side beyond handing a frame to the handler where it landed (fragments
+     * gathered into the assembly buffer, its growth); since start. Any thread.
+     */
+    public long copiedBytesReceived() {
+        return copies.receivedBytes();
     }
 
     boolean sameHost(Peer peer) {
