@@ -225,6 +225,10 @@ class CrashTest {
             line = ready.get(60, TimeUnit.SECONDS);
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
             line = null;
+        } catch (InterruptedException e) {
+            // the test's time-out: leave no server process behind
+            p.destroyForcibly();
+            throw e;
         }
         if (line == null || !line.startsWith("rdmastore listening on")) {
             p.destroyForcibly();
