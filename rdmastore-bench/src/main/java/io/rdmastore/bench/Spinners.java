@@ -28,11 +28,23 @@ public final class Spinners implements AutoCloseable {
     private final long deadline;
     private volatile boolean stop;
     private volatile int idlePolicyThreads;
+    /** CPU nanoseconds of the threads that have exited (a dead thread's CPU time can no longer be read). */
+    private long exitedCpuNanos;
+    private final boolean[] exited;
 
     private Spinners(int count, long maxNanos, boolean keepAlive, String name) {
         this.deadline = System.nanoTime() + maxNanos;
+        this.exited = new boolean[count];
         for (int i = 0; i < count; i++) {
-            Thread t = new Thread(keepAlive ? this::keepAlive : this::burn, name + "-" + i);
+            Runnable body = keepAlive ? this::keepAlive : this::burn;
+            int index = i;
+            Thread t = new Thread(() -> {
+                try {
+                    body.run();
+                } finally {
+                    recordCpu(index);
+                }
+            }, name + "-" + i);
             t.setDaemon(true);
             t.setPriority(keepAlive ? Thread.MIN_PRIORITY : Thread.NORM_PRIORITY);
             threads.add(t);
@@ -100,20 +112,30 @@ public final class Spinners implements AutoCloseable {
         return idlePolicyThreads;
     }
 
-    /** CPU seconds these threads used so far (NaN where the JVM does not measure thread CPU). */
+    private synchronized void recordCpu(int index) {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        if (mx.isCurrentThreadCpuTimeSupported()) {
+            exitedCpuNanos += Math.max(0, mx.getCurrentThreadCpuTime());
+        }
+        exited[index] = true;
+    }
+
+    /** CPU seconds these threads used so far, running or exited (NaN where the JVM does not measure thread CPU). */
     public double cpuSeconds() {
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         if (!mx.isThreadCpuTimeSupported()) {
             return Double.NaN;
         }
-        double s = 0;
-        for (Thread t : threads) {
-            long ns = mx.getThreadCpuTime(t.threadId());
-            if (ns > 0) {
-                s += ns / 1e9;
+        synchronized (this) {
+            // under the lock, so an exiting thread is counted once: in exitedCpuNanos or as running, not both
+            long ns = exitedCpuNanos;
+            for (int i = 0; i < threads.size(); i++) {
+                if (!exited[i]) {
+                    ns += Math.max(0, mx.getThreadCpuTime(threads.get(i).threadId()));
+                }
             }
+            return ns / 1e9;
         }
-        return s;
     }
 
     /** Stops the threads and waits (at most a second) for them to exit. */
