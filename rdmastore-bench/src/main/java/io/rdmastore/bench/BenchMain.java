@@ -9,8 +9,10 @@ import java.util.Map;
 import java.util.function.Supplier;
 
 /**
- * {@code rdmastore bench <id...|all> [--quick] [--out dir]}: runs experiments side by side and writes
- * {@code bench-results/<date-time>/} with report.md, one JSON, Markdown and PNG per experiment.
+ * {@code rdmastore bench <id...|all> [--quick] [--repeats N] [--cpu-mode awake|idle|both] [--persistence
+ * everysec|none|both] [--warmup S] [--measure S] [--out dir]}: runs experiments side by side and writes
+ * {@code bench-results/<date-time>/} with report.md, one JSON, Markdown and PNG per experiment. The measurement options
+ * are parsed by {@link BenchOptions}.
  */
 public final class BenchMain {
     /** Every experiment, in report order. Add one line per new experiment. */

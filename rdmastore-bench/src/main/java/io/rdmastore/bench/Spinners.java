@@ -166,6 +166,7 @@ public final class Spinners implements AutoCloseable {
         }
     }
 
+    @SuppressWarnings("restricted") // one libc call, sched_setscheduler(2), with a fixed signature
     private static MethodHandle schedSetScheduler() {
         try {
             if (!System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
