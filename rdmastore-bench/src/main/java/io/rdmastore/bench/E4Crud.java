@@ -284,7 +284,8 @@ public final class E4Crud implements Experiment {
                         t.format(E1RoundTrips::fmt), String.format(Locale.ROOT, "%.1fx", x),
                         String.format(Locale.ROOT, "%.2fx-%.2fx", lo, hi)));
                     targets.append(String.format(Locale.ROOT, "%s x%d %.1fx (%.2fx-%.2fx) %s; ", op, clients, x, lo,
-                        hi, x >= 2 && lo > 1 ? "met" : "missed"));
+                        hi, (x >= 2 && lo > 1 ? "met" : "missed") + (u.n() < 2 || t.n() < 2 ? " (one repeat: no spread)"
+                            : "")));
                 }
             }
         }
