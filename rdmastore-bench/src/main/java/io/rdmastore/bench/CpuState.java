@@ -17,7 +17,8 @@ import java.util.concurrent.locks.LockSupport;
  * out of deep idle for the phase, by holding a zero-latency request on {@code /dev/cpu_dma_latency} when this process
  * may write it (the kernel then keeps idle cores in their shallowest state, polling, without taking CPU from anyone),
  * else by keep-alive {@link Spinners} on cores - 1 cores (at least one), at the lowest priority. The choice can be
- * forced with {@code -Drdmastore.bench.awake=dma|spinner}. See docs/bench/README.md, "CPU modes", for what was measured.
+ * forced with {@code -Drdmastore.bench.awake=dma|spinner}. See docs/bench/README.md, "Fair measurement", for what
+ * was measured (on a 2-core VM the latency request halved the wake-up p50; SCHED_IDLE spinners did not help).
  *
  * <p>Threads: a {@link Guard} is entered and closed by one thread (the bench driver).
  */
