@@ -183,11 +183,12 @@ public final class E1RoundTrips implements Experiment {
     }
 
     static String ratio(double v, Double base) {
-        return base == null || Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.2fx", v / base);
+        return base == null || Double.isNaN(v) || !(base > 0) ? "-" : String.format(Locale.ROOT, "%.2fx", v / base);
     }
 
     static String pct(double v, Double base) {
-        return base == null || Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * v / base);
+        return base == null || Double.isNaN(v) || !(base > 0) ? "-"
+            : String.format(Locale.ROOT, "%.0f%%", 100 * v / base);
     }
 
     /** Counts round trips of one message kept in flight. */

@@ -312,7 +312,7 @@ public final class E3Zipf implements Experiment {
                                  double factor) {
         Spread a = spread(cells, key(system, pl, ml, false, 32, clients), Cell::opsPerS);
         Spread r = spread(cells, key("redis", pl, ml, false, 32, clients), Cell::opsPerS);
-        if (a.n() == 0 || r.n() == 0) {
+        if (a.n() == 0 || r.n() == 0 || !(r.median() > 0)) {
             return "not measured";
         }
         double x = a.median() / r.median();
@@ -335,7 +335,7 @@ public final class E3Zipf implements Experiment {
         for (int n : clients) {
             Spread u = spread(cells, key("rdmastore-ucx", pl, ml, true, 32, n), Cell::opsPerS);
             Spread t = spread(cells, key("rdmastore-tcp", pl, ml, true, 32, n), Cell::opsPerS);
-            if (u.n() > 0 && t.n() > 0) {
+            if (u.n() > 0 && t.n() > 0 && t.median() > 0) {
                 parts.add(String.format(Locale.ROOT, "x%d %.2fx", n, u.median() / t.median()));
                 all &= u.median() >= t.median();
             }
@@ -356,7 +356,9 @@ public final class E3Zipf implements Experiment {
     private static String ratio(Map<String, List<Cell>> cells, String a, String b) {
         Spread x = spread(cells, a, Cell::opsPerS);
         Spread y = spread(cells, b, Cell::opsPerS);
-        return x.n() == 0 || y.n() == 0 ? "-" : String.format(Locale.ROOT, "%.2fx", x.median() / y.median());
+        // a repeat set whose median is 0 ops/s (nothing completed in the windows) has no ratio
+        return x.n() == 0 || y.n() == 0 || !(y.median() > 0) ? "-"
+            : String.format(Locale.ROOT, "%.2fx", x.median() / y.median());
     }
 
     private static void chart(java.nio.file.Path file, int size, int[] clients, Map<String, List<Cell>> cells,
