@@ -9,8 +9,10 @@ import java.util.Map;
 import java.util.function.Supplier;
 
 /**
- * {@code rdmastore bench <id...|all> [--quick] [--out dir]}: runs experiments side by side and writes
- * {@code bench-results/<date-time>/} with report.md, one JSON, Markdown and PNG per experiment.
+ * {@code rdmastore bench <id...|all> [--quick] [--repeats N] [--cpu-mode awake|idle|both] [--persistence
+ * everysec|none|both] [--warmup S] [--measure S] [--out dir]}: runs experiments side by side and writes
+ * {@code bench-results/<date-time>/} with report.md, one JSON, Markdown and PNG per experiment. The measurement options
+ * are parsed by {@link BenchOptions}.
  */
 public final class BenchMain {
     /** Every experiment, in report order. Add one line per new experiment. */
@@ -39,17 +41,22 @@ public final class BenchMain {
     /** Runs and returns an exit code (0 ok, 1 an experiment failed, 2 usage). */
     public static int run(String[] args) throws Exception {
         List<String> which = new ArrayList<>();
-        boolean quick = false;
         Path out = Path.of("bench-results");
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
+        List<String> rest = new ArrayList<>();
+        BenchOptions options;
+        try {
+            options = BenchOptions.parse(List.of(args), rest);
+        } catch (IllegalArgumentException e) {
+            return usage(e.getMessage());
+        }
+        for (int i = 0; i < rest.size(); i++) {
+            String a = rest.get(i);
             switch (a) {
-                case "--quick" -> quick = true;
                 case "--out" -> {
-                    if (i + 1 >= args.length) {
+                    if (i + 1 >= rest.size()) {
                         return usage("--out needs a directory");
                     }
-                    out = Path.of(args[++i]);
+                    out = Path.of(rest.get(++i));
                 }
                 case "-h", "--help" -> {
                     usage(null);
@@ -70,13 +77,13 @@ public final class BenchMain {
         if (which.isEmpty()) {
             return usage("name an experiment");
         }
-        Report report = new Report(out, "rdmastore bench " + String.join(" ", args));
+        Report report = new Report(out, "rdmastore bench " + String.join(" ", args), options);
         List<String> failed = new ArrayList<>();
         for (String id : which) {
             Experiment e = EXPERIMENTS.get(id).get();
             System.out.println("== " + id + ": " + e.title());
             try {
-                e.run(quick, report);
+                e.run(options, report);
             } catch (Exception | Error x) {
                 failed.add(id);
                 System.err.println(id + " failed: " + x);
@@ -97,12 +104,22 @@ public final class BenchMain {
             System.err.println("rdmastore bench: " + error);
         }
         System.err.println("usage: rdmastore bench <" + String.join("|", EXPERIMENTS.keySet())
-            + "|all>... [--quick] [--out DIR]");
+            + "|all>... [--quick] [--repeats N] [--cpu-mode awake|idle|both] [--persistence everysec|none|both]"
+            + " [--warmup S] [--measure S] [--out DIR]");
         for (Map.Entry<String, Supplier<Experiment>> e : EXPERIMENTS.entrySet()) {
             System.err.println("  " + e.getKey() + "  " + e.getValue().get().title());
         }
-        System.err.println("  --quick  a short smoke run (asserts nothing about timings)");
-        System.err.println("  --out    results directory (default bench-results); each run writes <date-time>/");
+        System.err.println("  --quick        a short smoke run (asserts nothing about timings): short phases, 1 repeat,"
+            + " idle CPU mode");
+        System.err.println("  --repeats N    measure each cell N times and report the median and min-max (default 3;"
+            + " --quick 1); E1, E2, E3, E4, YCSB");
+        System.err.println("  --cpu-mode M   awake: cores kept out of deep idle during each phase (cpu_dma_latency=0,"
+            + " else low-priority spinners); idle: nothing extra; both (default; --quick: idle)");
+        System.err.println("  --persistence P  everysec: rdmastore --fsync everysec vs Redis AOF everysec (default);"
+            + " none: --fsync no vs Redis without persistence; both (E2, E3, YCSB)");
+        System.err.println("  --warmup S, --measure S  seconds of warm-up and of measurement per phase (default: each"
+            + " experiment's own; see docs/bench/README.md)");
+        System.err.println("  --out DIR      results directory (default bench-results); each run writes <date-time>/");
         return error == null ? 0 : 2;
     }
 }

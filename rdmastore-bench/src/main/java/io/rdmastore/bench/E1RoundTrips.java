@@ -55,8 +55,19 @@ public final class E1RoundTrips implements Experiment {
 
     @Override
     public void run(boolean quick, Report report) throws Exception {
-        int repeats = quick ? 1 : 3;
-        long windowNanos = quick ? 200_000_000L : 1_000_000_000L;
+        run(BenchOptions.defaults(quick), report);
+    }
+
+    /** A sample's key: variant, size, CPU mode, contention. */
+    static String key(String variant, int size, String mode, boolean contention) {
+        return variant + "/" + size + "/" + mode + "/" + (contention ? "contention" : "quiet");
+    }
+
+    @Override
+    public void run(BenchOptions options, Report report) throws Exception {
+        int repeats = options.repeats();
+        long warmNanos = options.warmNanos(250_000_000L, 50_000_000L);
+        long windowNanos = options.measureNanos(1_000_000_000L, 200_000_000L);
         boolean ucx = new UcxProbe().available;
         List<String> variants = new ArrayList<>();
         List<String> wanted = List.of(System.getProperty("rdmastore.bench.e1.variants", String.join(",", VARIANTS))
@@ -69,54 +80,95 @@ public final class E1RoundTrips implements Experiment {
         if (!ucx) {
             System.out.println("E1: UCX unavailable here; measuring tcp only (apt-get install libucx0)");
         }
-        Map<String, double[]> samples = new LinkedHashMap<>();
-        Progress progress = new Progress("E1", repeats * variants.size() * SIZES.length);
+        List<CpuState.Mode> modes = options.cpuModes();
+        Map<String, List<Double>> samples = new LinkedHashMap<>();
+        Map<String, String> mechanisms = new LinkedHashMap<>();
+        Progress progress = new Progress("E1", repeats * (variants.size() * 2 - (variants.contains("raw-put") ? 1 : 0))
+            * modes.size() * SIZES.length);
         for (int r = 0; r < repeats; r++) {
             for (String v : variants) {
                 // one server at a time: each spins on a core while it runs, as the raw limit does
                 try (Child server = v.equals("raw-put") ? Child.start(RawPutPingPong.class)
                     : Child.start(EchoServer.class, v)) {
-                    for (int size : SIZES) {
-                        double rate = v.equals("raw-put") ? raw(server.port, size, windowNanos)
-                            : measure(v, server.port, size, windowNanos);
-                        samples.computeIfAbsent(v + "/" + size, k -> new double[repeats])[r] = rate;
-                        progress.step(v + " " + Sizes.human(size));
+                    for (CpuState.Mode mode : modes) {
+                        for (boolean contention : new boolean[] {false, true}) {
+                            if (contention && v.equals("raw-put")) {
+                                // the limit is counted in iterations (at least 6,000), which burners on a small
+                                // host stretch to tens of seconds; the contention variant compares the transports
+                                continue;
+                            }
+                            for (int size : SIZES) {
+                                long bound = warmNanos + windowNanos + 120_000_000_000L;
+                                double rate;
+                                try (CpuState.Guard g = CpuState.enter(mode, bound);
+                                     Spinners burn = Spinners.burners(contention ? E3Zipf.BURNERS : 0, bound)) {
+                                    mechanisms.put(mode.label(), g.mechanism());
+                                    rate = v.equals("raw-put") ? raw(server.port, size, windowNanos)
+                                        : measure(v, server.port, size, warmNanos, windowNanos);
+                                }
+                                samples.computeIfAbsent(key(v, size, mode.label(), contention),
+                                    k -> new ArrayList<>()).add(rate);
+                                progress.step(v + " " + mode.label() + (contention ? " contention " : " ")
+                                    + Sizes.human(size));
+                            }
+                        }
                     }
                 }
             }
         }
         progress.done();
         List<Row> rows = new ArrayList<>();
-        Map<String, Double> median = new LinkedHashMap<>();
-        for (Map.Entry<String, double[]> e : samples.entrySet()) {
-            double[] s = e.getValue().clone();
-            Arrays.sort(s);
-            double m = s[s.length / 2];
-            median.put(e.getKey(), m);
+        Map<String, Spread> spread = new LinkedHashMap<>();
+        for (Map.Entry<String, List<Double>> e : samples.entrySet()) {
+            Spread sp = Spread.of(e.getValue());
+            spread.put(e.getKey(), sp);
             String[] k = e.getKey().split("/");
-            rows.add(new Row("E1", system(k[0]), k[0], Long.parseLong(k[1]), 1, "round_trips_per_s", m));
+            rows.add(sp.row("E1", system(k[0]), k[0], Long.parseLong(k[1]), 1, "round_trips_per_s",
+                Row.Tags.of(k[2], null, k[3].equals("contention"))));
         }
-        List<String> header = List.of("system", "variant", "64 B rt/s", "4 KiB rt/s", "64 B vs tcp", "64 B vs raw put",
-            "4 KiB vs tcp");
+        List<String> header = List.of("cpu", "contention", "system", "variant", "64 B rt/s", "4 KiB rt/s",
+            "64 B vs tcp", "64 B vs raw put", "4 KiB vs tcp");
         List<List<String>> body = new ArrayList<>();
-        for (String v : variants) {
-            double a = median.getOrDefault(v + "/64", Double.NaN);
-            double b = median.getOrDefault(v + "/4096", Double.NaN);
-            body.add(List.of(system(v), v, fmt(a), fmt(b), ratio(a, median.get("tcp/64")),
-                pct(a, median.get("raw-put/64")), ratio(b, median.get("tcp/4096"))));
+        StringBuilder notes = new StringBuilder(String.format(Locale.ROOT, "Each figure: %.2f s warm-up on a new "
+                + "client, then %.2f s measured, repeated %d time(s) (each repeat against a new server process); the "
+                + "median with the range (min-max) of the repeats in brackets; ratios are of medians. CPU modes: %s. "
+                + "Contention rows: the same cells with %d burner threads in this JVM spinning at ordinary priority "
+                + "during the phase, stopped with it (raw put, counted in iterations, is not run under contention).",
+            warmNanos / 1e9, windowNanos / 1e9, repeats,
+            E2Latency.describe(modes, mechanisms), E3Zipf.BURNERS));
+        for (CpuState.Mode mode : modes) {
+            for (boolean contention : new boolean[] {false, true}) {
+                String ml = mode.label();
+                for (String v : variants) {
+                    Spread a = spread.getOrDefault(key(v, 64, ml, contention), Spread.of());
+                    Spread b = spread.getOrDefault(key(v, 4096, ml, contention), Spread.of());
+                    body.add(List.of(ml, contention ? "yes" : "no", system(v), v, a.format(E1RoundTrips::fmt),
+                        b.format(E1RoundTrips::fmt), ratio(a.median(), median(spread, key("tcp", 64, ml, contention))),
+                        pct(a.median(), median(spread, key("raw-put", 64, ml, contention))),
+                        ratio(b.median(), median(spread, key("tcp", 4096, ml, contention)))));
+                }
+                String t = notes(median(spread, key("ring", 64, ml, contention)),
+                    median(spread, key("raw-put", 64, ml, contention)), median(spread, key("tcp", 64, ml, contention)));
+                if (!t.isEmpty()) {
+                    notes.append(String.format(Locale.ROOT, "%n%n%s%s: %s", ml, contention ? ", contention" : "", t));
+                }
+            }
         }
         System.out.println();
-        System.out.println("E1: round trips per second, one connection, two processes (median of " + repeats + ")");
+        System.out.println("E1: round trips per second, one connection, two processes (median (min-max) of " + repeats
+            + ")");
         System.out.print(Report.plain(header, body));
-        String notes = notes(median);
         System.out.println(notes);
-        report.add("E1", "round trips per second on one connection", Report.table(header, body), notes, rows);
+        report.add("E1", "round trips per second on one connection", Report.table(header, body), notes.toString(),
+            rows);
     }
 
-    private static String notes(Map<String, Double> m) {
-        Double ring = m.get("ring/64");
-        Double raw = m.get("raw-put/64");
-        Double tcp = m.get("tcp/64");
+    private static Double median(Map<String, Spread> spread, String key) {
+        Spread s = spread.get(key);
+        return s == null || s.n() == 0 ? null : s.median();
+    }
+
+    private static String notes(Double ring, Double raw, Double tcp) {
         if (ring == null || raw == null || tcp == null) {
             return "";
         }
@@ -131,11 +183,12 @@ public final class E1RoundTrips implements Experiment {
     }
 
     static String ratio(double v, Double base) {
-        return base == null || Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.2fx", v / base);
+        return base == null || Double.isNaN(v) || !(base > 0) ? "-" : String.format(Locale.ROOT, "%.2fx", v / base);
     }
 
     static String pct(double v, Double base) {
-        return base == null || Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * v / base);
+        return base == null || Double.isNaN(v) || !(base > 0) ? "-"
+            : String.format(Locale.ROOT, "%.0f%%", 100 * v / base);
     }
 
     /** Counts round trips of one message kept in flight. */
@@ -148,7 +201,7 @@ public final class E1RoundTrips implements Experiment {
         }
     }
 
-    private static double measure(String variant, int port, int size, long windowNanos) {
+    private static double measure(String variant, int port, int size, long warmNanos, long windowNanos) {
         TcpTransport tcp = new TcpTransport();
         Network.Context ctx = new Network.Context().carrier(tcp);
         UcxTransport ucx = null;
@@ -163,7 +216,7 @@ public final class E1RoundTrips implements Experiment {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment msg = arena.allocate(size);
                 Transport driver = ucx != null ? ucx : tcp;
-                run(c, pong, driver, msg, windowNanos / 4);
+                run(c, pong, driver, msg, warmNanos);
                 long start = System.nanoTime();
                 long n = run(c, pong, driver, msg, windowNanos);
                 double rate = n / ((System.nanoTime() - start) / 1e9);

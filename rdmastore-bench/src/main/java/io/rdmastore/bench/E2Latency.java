@@ -25,7 +25,7 @@ public final class E2Latency implements Experiment {
     static final int[] QUICK_SIZES = {1 << 10, 64 << 10};
     static final String[] OPS = {"get", "put"};
     static final String[] METRICS = {"p50_us", "p99_us", "p999_us", "mean_us", "source_us", "process_us", "sink_us",
-        "other_us", "server_copies"};
+        "other_us", "server_cpu_us_per_op", "server_copies"};
 
     @Override
     public String id() {
@@ -37,9 +37,10 @@ public final class E2Latency implements Experiment {
         return "Put/Get latency 1 KiB..1 MiB, p50/p99/p99.9 and Source/Process/Sink/Other: ucx vs tcp, redis over tcp";
     }
 
-    /** One measurement's figures. */
-    record Result(String system, String op, int size, long count, double p50, double p99, double p999, double mean,
-                  double source, double process, double sink, double serverCopies) {
+    /** One measurement's figures: one repeat of one op and size, in one CPU mode and persistence pairing. */
+    record Result(String system, String persistence, String cpuMode, String op, int size, long count, double p50,
+                  double p99, double p999, double mean, double source, double process, double sink,
+                  double serverCpuUsPerOp, double serverCopies) {
         double other() {
             return Double.isNaN(source) ? Double.NaN : mean - source - process - sink;
         }
@@ -54,10 +55,20 @@ public final class E2Latency implements Experiment {
                 case "process_us" -> process;
                 case "sink_us" -> sink;
                 case "other_us" -> other();
+                case "server_cpu_us_per_op" -> serverCpuUsPerOp;
                 case "server_copies" -> serverCopies;
                 default -> throw new IllegalArgumentException(m);
             };
         }
+
+        /** The cell this is a repeat of. */
+        String cell() {
+            return key(system, persistence, cpuMode, op, size);
+        }
+    }
+
+    static String key(String system, String persistence, String cpuMode, String op, int size) {
+        return system + "/" + persistence + "/" + cpuMode + "/" + op + "/" + size;
     }
 
     /** One timed call; throws on a wrong answer. */
@@ -66,11 +77,20 @@ public final class E2Latency implements Experiment {
         void run() throws Exception;
     }
 
+    /** What one system's run needs: the phase lengths, the modes and the repeats. */
+    record Plan(int[] sizes, long warmNanos, long measureNanos, List<CpuState.Mode> modes, int repeats) {
+    }
+
     @Override
     public void run(boolean quick, Report report) throws Exception {
-        int[] sizes = quick ? QUICK_SIZES : SIZES;
-        int count = quick ? 300 : 50_000;
-        long budgetNanos = quick ? 200_000_000L : 2_000_000_000L;
+        run(BenchOptions.defaults(quick), report);
+    }
+
+    @Override
+    public void run(BenchOptions options, Report report) throws Exception {
+        int[] sizes = options.quick() ? QUICK_SIZES : SIZES;
+        Plan plan = new Plan(sizes, options.warmNanos(300_000_000L, 50_000_000L),
+            options.measureNanos(1_000_000_000L, 150_000_000L), options.cpuModes(), options.repeats());
         boolean redis = RedisServer.ensureInstalled();
         // -Drdmastore.bench.e2.systems=rdmastore-ucx,... narrows a run while looking into one system
         List<String> wanted = List.of(System.getProperty("rdmastore.bench.e2.systems",
@@ -82,105 +102,144 @@ public final class E2Latency implements Experiment {
             }
         }
         List<Result> results = new ArrayList<>();
-        Progress progress = new Progress("E2", systems.size() * sizes.length * OPS.length);
-        for (String system : systems) {
-            switch (system) {
-                case "rdmastore-ucx" -> {
-                    try (ServerProcess server = ServerProcess.start("--transport", "auto", "--ucx-idle", "spin",
-                        "--fsync", "everysec", "--timing")) {
-                        rdmastore(server, "ucx", sizes, count, budgetNanos, results, progress);
+        Map<String, String> mechanisms = new LinkedHashMap<>();
+        Progress progress = new Progress("E2", options.persistence().size() * systems.size() * plan.modes().size()
+            * plan.repeats() * sizes.length * OPS.length);
+        for (BenchOptions.Persistence pairing : options.persistence()) {
+            for (String system : systems) {
+                List<String> args = new ArrayList<>(system.equals("rdmastore-ucx")
+                    ? List.of("--transport", "auto", "--ucx-idle", "spin") : List.of("--transport", "tcp"));
+                args.addAll(pairing.serverArgs());
+                args.add("--timing");
+                switch (system) {
+                    case "rdmastore-ucx", "rdmastore-tcp" -> {
+                        try (ServerProcess server = ServerProcess.start(args.toArray(new String[0]))) {
+                            rdmastore(server, system.substring("rdmastore-".length()), pairing, plan, results,
+                                mechanisms, progress);
+                        }
                     }
-                }
-                case "rdmastore-tcp" -> {
-                    try (ServerProcess server = ServerProcess.start("--transport", "tcp", "--fsync", "everysec",
-                        "--timing")) {
-                        rdmastore(server, "tcp", sizes, count, budgetNanos, results, progress);
-                    }
-                }
-                default -> {
-                    try (RedisServer server = RedisServer.start("--proto-max-bulk-len", "64mb")) {
-                        redis(server, sizes, count, budgetNanos, results, progress);
+                    default -> {
+                        try (RedisServer server = RedisServer.start(pairing, "--proto-max-bulk-len", "64mb")) {
+                            redis(server, pairing, plan, results, mechanisms, progress);
+                        }
                     }
                 }
             }
         }
         progress.done();
-        report(results, sizes, redis, report);
+        report(results, options, plan, redis, mechanisms, report);
     }
 
-    private static void rdmastore(ServerProcess server, String transport, int[] sizes, int count, long budgetNanos,
-                                  List<Result> out, Progress progress) throws Exception {
+    private static void rdmastore(ServerProcess server, String transport, BenchOptions.Persistence pairing, Plan plan,
+                                  List<Result> out, Map<String, String> mechanisms, Progress progress)
+        throws Exception {
         try (RdmaStoreClient client = RdmaStoreClient.connect(server.uri(transport))) {
             if (!client.transport().equals(transport)) {
                 throw new IllegalStateException("E2: asked for " + transport + " but the client runs on "
                     + client.transport() + " (" + client.transportReason() + ")");
             }
             String system = "rdmastore-" + transport;
-            for (int size : sizes) {
-                byte[] key = ("e2:" + size).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-                byte[] value = value(size);
-                if (!client.set(key, value) || !Arrays.equals(client.get(key), value)) {
-                    throw new IllegalStateException("E2: " + system + " did not return the " + size
-                        + "-byte value it stored");
-                }
-                for (String op : OPS) {
-                    Call call = op.equals("get") ? () -> {
-                        byte[] v = client.get(key);
-                        if (v == null || v.length != size) {
-                            throw new IllegalStateException("E2: " + system + " GET returned "
-                                + (v == null ? "null" : v.length + " bytes") + " for a " + size + "-byte value");
+            for (CpuState.Mode mode : plan.modes()) {
+                for (int r = 0; r < plan.repeats(); r++) {
+                    for (int size : plan.sizes()) {
+                        byte[] key = ("e2:" + size).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                        byte[] value = value(size);
+                        if (!client.set(key, value) || !Arrays.equals(client.get(key), value)) {
+                            throw new IllegalStateException("E2: " + system + " did not return the " + size
+                                + "-byte value it stored");
                         }
-                    } : () -> {
-                        if (!client.set(key, value)) {
-                            throw new IllegalStateException("E2: " + system + " SET was not written");
+                        for (String op : OPS) {
+                            Call call = op.equals("get") ? () -> {
+                                byte[] v = client.get(key);
+                                if (v == null || v.length != size) {
+                                    throw new IllegalStateException("E2: " + system + " GET returned "
+                                        + (v == null ? "null" : v.length + " bytes") + " for a " + size
+                                        + "-byte value");
+                                }
+                            } : () -> {
+                                if (!client.set(key, value)) {
+                                    throw new IllegalStateException("E2: " + system + " SET was not written");
+                                }
+                            };
+                            Histogram h;
+                            Map<String, Long> before;
+                            Map<String, Long> after;
+                            String infoBefore;
+                            String infoAfter;
+                            double cpu;
+                            try (CpuState.Guard g = CpuState.enter(mode, plan.warmNanos() + plan.measureNanos()
+                                + 60_000_000_000L)) {
+                                mechanisms.put(mode.label(), g.mechanism());
+                                warm(call, plan.warmNanos());
+                                infoBefore = client.info();
+                                before = timingSums(infoBefore);
+                                double cpu0 = server.cpuSeconds();
+                                h = measure(call, Integer.MAX_VALUE, plan.measureNanos());
+                                cpu = server.cpuSeconds() - cpu0;
+                                infoAfter = client.info();
+                                after = timingSums(infoAfter);
+                            }
+                            String opcode = op.equals("get") ? "get" : "set";
+                            long n = after.getOrDefault(opcode + "_count", 0L)
+                                - before.getOrDefault(opcode + "_count", 0L);
+                            if (n != h.getTotalCount()) {
+                                throw new IllegalStateException("E2: the server timed " + n + " " + opcode
+                                    + " requests but the client made " + h.getTotalCount() + " (is --timing on?)");
+                            }
+                            out.add(new Result(system, pairing.label(), mode.label(), op, size, h.getTotalCount(),
+                                us(h.getValueAtPercentile(50)), us(h.getValueAtPercentile(99)),
+                                us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0,
+                                phase(before, after, opcode, "source", n), phase(before, after, opcode, "process", n),
+                                phase(before, after, opcode, "sink", n), cpu * 1e6 / h.getTotalCount(),
+                                serverCopies(infoBefore, infoAfter, n, size)));
+                            progress.step(system + " " + mode.label() + " " + op + " " + Sizes.human(size));
                         }
-                    };
-                    warm(call, count, budgetNanos);
-                    String infoBefore = client.info();
-                    Histogram h = measure(call, count, budgetNanos);
-                    String infoAfter = client.info();
-                    Map<String, Long> before = timingSums(infoBefore);
-                    Map<String, Long> after = timingSums(infoAfter);
-                    String opcode = op.equals("get") ? "get" : "set";
-                    long n = after.getOrDefault(opcode + "_count", 0L) - before.getOrDefault(opcode + "_count", 0L);
-                    if (n != h.getTotalCount()) {
-                        throw new IllegalStateException("E2: the server timed " + n + " " + opcode
-                            + " requests but the client made " + h.getTotalCount() + " (is --timing on?)");
                     }
-                    out.add(new Result(system, op, size, h.getTotalCount(), us(h.getValueAtPercentile(50)),
-                        us(h.getValueAtPercentile(99)), us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0,
-                        phase(before, after, opcode, "source", n), phase(before, after, opcode, "process", n),
-                        phase(before, after, opcode, "sink", n), serverCopies(infoBefore, infoAfter, n, size)));
-                    progress.step(system + " " + op + " " + Sizes.human(size));
                 }
             }
         }
     }
 
-    private static void redis(RedisServer server, int[] sizes, int count, long budgetNanos, List<Result> out,
-                              Progress progress) throws Exception {
+    private static void redis(RedisServer server, BenchOptions.Persistence pairing, Plan plan, List<Result> out,
+                              Map<String, String> mechanisms, Progress progress) throws Exception {
         try (E2Resp client = new E2Resp(server.port())) {
-            for (int size : sizes) {
-                byte[] key = ("e2:" + size).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-                byte[] value = value(size);
-                client.set(key, value);
-                if (client.get(key) != size
-                    || !Arrays.equals(Arrays.copyOf(client.value(), size), value)) {
-                    throw new IllegalStateException("E2: redis did not return the " + size + "-byte value it stored");
-                }
-                for (String op : OPS) {
-                    Call call = op.equals("get") ? () -> {
-                        if (client.get(key) != size) {
-                            throw new IllegalStateException("E2: redis GET returned " + client.valueLength()
-                                + " bytes for a " + size + "-byte value");
+            for (CpuState.Mode mode : plan.modes()) {
+                for (int r = 0; r < plan.repeats(); r++) {
+                    for (int size : plan.sizes()) {
+                        byte[] key = ("e2:" + size).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                        byte[] value = value(size);
+                        client.set(key, value);
+                        if (!Arrays.equals(client.getValue(key), value)) {
+                            throw new IllegalStateException("E2: redis did not return the " + size
+                                + "-byte value it stored");
                         }
-                    } : () -> client.set(key, value);
-                    warm(call, count, budgetNanos);
-                    Histogram h = measure(call, count, budgetNanos);
-                    out.add(new Result("redis", op, size, h.getTotalCount(), us(h.getValueAtPercentile(50)),
-                        us(h.getValueAtPercentile(99)), us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0,
-                        Double.NaN, Double.NaN, Double.NaN, Double.NaN));
-                    progress.step("redis " + op + " " + Sizes.human(size));
+                        for (String op : OPS) {
+                            // GET reads each value into a new array of its length, as rdmastore's client does
+                            Call call = op.equals("get") ? () -> {
+                                byte[] v = client.getValue(key);
+                                if (v == null || v.length != size) {
+                                    throw new IllegalStateException("E2: redis GET returned "
+                                        + (v == null ? "null" : v.length + " bytes") + " for a " + size
+                                        + "-byte value");
+                                }
+                            } : () -> client.set(key, value);
+                            Histogram h;
+                            double cpu;
+                            try (CpuState.Guard g = CpuState.enter(mode, plan.warmNanos() + plan.measureNanos()
+                                + 60_000_000_000L)) {
+                                mechanisms.put(mode.label(), g.mechanism());
+                                warm(call, plan.warmNanos());
+                                double cpu0 = server.cpuSeconds();
+                                h = measure(call, Integer.MAX_VALUE, plan.measureNanos());
+                                cpu = server.cpuSeconds() - cpu0;
+                            }
+                            out.add(new Result("redis", pairing.label(), mode.label(), op, size, h.getTotalCount(),
+                                us(h.getValueAtPercentile(50)), us(h.getValueAtPercentile(99)),
+                                us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0, Double.NaN, Double.NaN,
+                                Double.NaN, cpu * 1e6 / h.getTotalCount(), Double.NaN));
+                            progress.step("redis " + mode.label() + " " + op + " " + Sizes.human(size));
+                        }
+                    }
                 }
             }
         }
@@ -194,12 +253,12 @@ public final class E2Latency implements Experiment {
         return v;
     }
 
-    /** Runs a quarter of the count or budget untimed, so the JIT and the caches are warm. */
-    private static void warm(Call call, int count, long budgetNanos) throws Exception {
-        long end = System.nanoTime() + budgetNanos / 4;
-        for (int i = 0; i < count / 4 && System.nanoTime() - end < 0; i++) {
+    /** Runs calls untimed for {@code warmNanos} (at least one), so the JIT and the caches are warm. */
+    private static void warm(Call call, long warmNanos) throws Exception {
+        long end = System.nanoTime() + warmNanos;
+        do {
             call.run();
-        }
+        } while (System.nanoTime() - end < 0);
     }
 
     /** Times up to {@code count} calls, stopping early when the budget is spent (at least 10 calls). */
@@ -274,48 +333,82 @@ public final class E2Latency implements Experiment {
         return out;
     }
 
-    private static void report(List<Result> results, int[] sizes, boolean redis, Report report) {
-        Map<String, Result> by = new LinkedHashMap<>();
+    /** The repeats of every cell, in the order measured. */
+    static Map<String, List<Result>> cells(List<Result> results) {
+        Map<String, List<Result>> by = new LinkedHashMap<>();
         for (Result r : results) {
-            by.put(r.system() + "/" + r.op() + "/" + r.size(), r);
+            by.computeIfAbsent(r.cell(), k -> new ArrayList<>()).add(r);
         }
-        List<String> header = List.of("op", "size", "system", "p50 us", "p99 us", "p99.9 us", "mean us", "source us",
-            "process us", "sink us", "other us", "server copies", "calls");
+        return by;
+    }
+
+    /** The spread of one metric over a cell's repeats (n = 0 when the cell is missing). */
+    static Spread spread(Map<String, List<Result>> cells, String cell, String metric) {
+        List<Result> rs = cells.get(cell);
+        if (rs == null) {
+            return Spread.of();
+        }
+        return Spread.of(rs.stream().mapToDouble(r -> r.metric(metric)).toArray());
+    }
+
+    private static void report(List<Result> results, BenchOptions options, Plan plan, boolean redis,
+                               Map<String, String> mechanisms, Report report) {
+        Map<String, List<Result>> cells = cells(results);
+        List<String> header = List.of("persistence", "cpu", "op", "size", "system", "p50 us", "p99 us", "p99.9 us",
+            "mean us", "source us", "process us", "sink us", "other us", "server CPU us/op", "server copies",
+            "calls");
         List<List<String>> body = new ArrayList<>();
-        for (String op : OPS) {
-            for (int size : sizes) {
-                for (String system : List.of("rdmastore-ucx", "rdmastore-tcp", "redis")) {
-                    Result r = by.get(system + "/" + op + "/" + size);
-                    if (r == null) {
-                        continue;
+        List<String> rheader = List.of("persistence", "cpu", "size", "get p50 tcp/ucx", "put p50 tcp/ucx",
+            "get p50 redis/ucx", "put p50 redis/ucx");
+        List<List<String>> rbody = new ArrayList<>();
+        for (BenchOptions.Persistence pairing : options.persistence()) {
+            String pl = pairing.label();
+            for (CpuState.Mode mode : plan.modes()) {
+                String ml = mode.label();
+                for (String op : OPS) {
+                    for (int size : plan.sizes()) {
+                        for (String system : List.of("rdmastore-ucx", "rdmastore-tcp", "redis")) {
+                            String c = key(system, pl, ml, op, size);
+                            if (!cells.containsKey(c)) {
+                                continue;
+                            }
+                            body.add(List.of(pl, ml, op, Sizes.human(size), system,
+                                spread(cells, c, "p50_us").format(E2Latency::f),
+                                spread(cells, c, "p99_us").format(E2Latency::f),
+                                spread(cells, c, "p999_us").format(E2Latency::f),
+                                f(spread(cells, c, "mean_us").median()), f(spread(cells, c, "source_us").median()),
+                                f(spread(cells, c, "process_us").median()), f(spread(cells, c, "sink_us").median()),
+                                f(spread(cells, c, "other_us").median()),
+                                f(spread(cells, c, "server_cpu_us_per_op").median()),
+                                f(spread(cells, c, "server_copies").median()),
+                                Long.toString(Math.round(Spread.of(cells.get(c).stream()
+                                    .mapToDouble(r -> r.count()).toArray()).median()))));
+                        }
                     }
-                    body.add(List.of(op, Sizes.human(size), system, f(r.p50()), f(r.p99()), f(r.p999()), f(r.mean()),
-                        f(r.source()), f(r.process()), f(r.sink()), f(r.other()), f(r.serverCopies()),
-                        Long.toString(r.count())));
+                }
+                for (int size : plan.sizes()) {
+                    rbody.add(List.of(pl, ml, Sizes.human(size), ratio(cells, "rdmastore-tcp", pl, ml, "get", size),
+                        ratio(cells, "rdmastore-tcp", pl, ml, "put", size), ratio(cells, "redis", pl, ml, "get", size),
+                        ratio(cells, "redis", pl, ml, "put", size)));
                 }
             }
-        }
-        List<String> rheader = List.of("size", "get p50 tcp/ucx", "put p50 tcp/ucx", "get p50 redis/ucx",
-            "put p50 redis/ucx");
-        List<List<String>> rbody = new ArrayList<>();
-        for (int size : sizes) {
-            rbody.add(List.of(Sizes.human(size), ratio(by, "rdmastore-tcp", "get", size),
-                ratio(by, "rdmastore-tcp", "put", size), ratio(by, "redis", "get", size),
-                ratio(by, "redis", "put", size)));
         }
         // p50 rows first so the chart (first metric) shows p50 per size and system
         List<Row> rows = new ArrayList<>();
         for (String m : METRICS) {
-            for (Result r : results) {
-                double v = r.metric(m);
-                if (!Double.isNaN(v)) {
-                    rows.add(new Row("E2", r.system(), r.op(), r.size(), 1, m, v));
+            for (Map.Entry<String, List<Result>> e : cells.entrySet()) {
+                Result r = e.getValue().getFirst();
+                Spread sp = spread(cells, e.getKey(), m);
+                if (sp.n() > 0) {
+                    rows.add(sp.row("E2", r.system(), r.op(), r.size(), 1, m,
+                        Row.Tags.of(r.cpuMode(), r.persistence(), null)));
                 }
             }
         }
-        String notes = notes(by, redis);
+        String notes = notes(cells, options, plan, redis, mechanisms);
         System.out.println();
-        System.out.println("E2: latency, one client thread, unpipelined");
+        System.out.println("E2: latency, one client thread, unpipelined (median (min-max) of " + plan.repeats()
+            + " repeats)");
         System.out.print(Report.plain(header, body));
         System.out.println();
         System.out.print(Report.plain(rheader, rbody));
@@ -324,9 +417,19 @@ public final class E2Latency implements Experiment {
             Report.table(header, body) + "\n" + Report.table(rheader, rbody), notes, rows);
     }
 
-    private static String notes(Map<String, Result> by, boolean redis) {
+    private static String notes(Map<String, List<Result>> cells, BenchOptions options, Plan plan, boolean redis,
+                                Map<String, String> mechanisms) {
         StringBuilder sb = new StringBuilder();
-        sb.append("One client thread, one request in flight. rdmastore-ucx: server with --ucx-idle spin (one core), "
+        sb.append(String.format(Locale.ROOT, "One client thread, one request in flight. Each cell: %.2f s warm-up, "
+                + "then %.2f s measured, on the same connection to the same server process, repeated %d time(s); "
+                + "figures are the median with the range (min-max) of the repeats in brackets, ratios are of medians. "
+                + "CPU modes: %s. Persistence pairings: %s. Both clients read values the same way: every GET "
+                + "returns a new array of the value's length (rdmastore's get(byte[]); the Redis client allocates "
+                + "likewise, no reused buffer). Server CPU us/op is the server process's CPU over the measured phase "
+                + "only, per call. ",
+            plan.warmNanos() / 1e9, plan.measureNanos() / 1e9, plan.repeats(), describe(plan.modes(), mechanisms),
+            String.join("; ", options.persistence().stream().map(p -> p.label() + " = " + p.describe()).toList())));
+        sb.append("rdmastore-ucx: server with --ucx-idle spin (one core), "
             + "client driving its worker while it waits; rdmastore-tcp: a tcp-only server; each server runs alone so "
             + "a spinning worker never takes the other's core. Source / Process / Sink are means measured in the "
             + "server (--timing; INFO's Timing section, docs/protocol.md): decoding, the store operation (GET's "
@@ -338,24 +441,61 @@ public final class E2Latency implements Experiment {
         if (!redis) {
             sb.append(" redis-server is not installed here, so its rows are missing (apt-get install redis-server).");
         }
-        Result g = by.get("rdmastore-ucx/get/1024");
-        Result gt = by.get("rdmastore-tcp/get/1024");
-        Result p = by.get("rdmastore-ucx/put/1024");
-        Result pt = by.get("rdmastore-tcp/put/1024");
-        if (g != null && gt != null && p != null && pt != null) {
-            sb.append(String.format(Locale.ROOT, "%n%nTargets (1 KiB): ucx GET p50 %.2f us (target <= 3 us): %s; "
-                    + "p99.9 %.1f us (target <= 30 us): %s; GET p50 tcp/ucx %.1fx (target >= 10x): %s; PUT p50 "
-                    + "tcp/ucx %.1fx (target >= 10x): %s.", g.p50(), g.p50() <= 3 ? "met" : "missed", g.p999(),
-                g.p999() <= 30 ? "met" : "missed", gt.p50() / g.p50(), gt.p50() >= 10 * g.p50() ? "met" : "missed",
-                pt.p50() / p.p50(), pt.p50() >= 10 * p.p50() ? "met" : "missed"));
+        String pl = options.persistence().getFirst().label();
+        for (CpuState.Mode mode : plan.modes()) {
+            String ml = mode.label();
+            Spread g = spread(cells, key("rdmastore-ucx", pl, ml, "get", 1024), "p50_us");
+            Spread g999 = spread(cells, key("rdmastore-ucx", pl, ml, "get", 1024), "p999_us");
+            Spread gt = spread(cells, key("rdmastore-tcp", pl, ml, "get", 1024), "p50_us");
+            Spread p = spread(cells, key("rdmastore-ucx", pl, ml, "put", 1024), "p50_us");
+            Spread pt = spread(cells, key("rdmastore-tcp", pl, ml, "put", 1024), "p50_us");
+            if (g.n() > 0 && gt.n() > 0 && p.n() > 0 && pt.n() > 0) {
+                sb.append(String.format(Locale.ROOT, "%n%nTargets (%s, %s, 1 KiB): ucx GET p50 %.2f us (target <= 3 "
+                        + "us): %s; p99.9 %.1f us (target <= 30 us): %s; GET p50 tcp/ucx %.1fx (target >= 10x): %s; "
+                        + "PUT p50 tcp/ucx %.1fx (target >= 10x): %s.", ml, pl, g.median(),
+                    g.median() <= 3 ? "met" : "missed", g999.median(), g999.median() <= 30 ? "met" : "missed",
+                    gt.median() / g.median(), gt.median() >= 10 * g.median() ? "met" : "missed",
+                    pt.median() / p.median(), pt.median() >= 10 * p.median() ? "met" : "missed"));
+            }
+            List<String> missed = new ArrayList<>();
+            int compared = 0;
+            for (String op : OPS) {
+                for (int size : plan.sizes()) {
+                    Spread u = spread(cells, key("rdmastore-ucx", pl, ml, op, size), "p50_us");
+                    Spread r = spread(cells, key("redis", pl, ml, op, size), "p50_us");
+                    if (u.n() > 0 && r.n() > 0) {
+                        compared++;
+                        if (r.median() < 3 * u.median()) {
+                            missed.add(op + " " + Sizes.human(size) + String.format(Locale.ROOT, " %.1fx",
+                                r.median() / u.median()));
+                        }
+                    }
+                }
+            }
+            if (compared > 0) {
+                sb.append(String.format(Locale.ROOT, " Issue 13 (%s, %s): ucx p50 at least 3x below Redis for GET "
+                    + "and PUT at every size: %s.", ml, pl, missed.isEmpty() ? "met in all " + compared + " cells"
+                    : "missed in " + missed.size() + " of " + compared + " (" + String.join(", ", missed) + ")"));
+            }
         }
         return sb.toString();
     }
 
-    private static String ratio(Map<String, Result> by, String system, String op, int size) {
-        Result a = by.get(system + "/" + op + "/" + size);
-        Result b = by.get("rdmastore-ucx/" + op + "/" + size);
-        return a == null || b == null ? "-" : String.format(Locale.ROOT, "%.1fx", a.p50() / b.p50());
+    /** The CPU modes with how the awake one was held, for the notes. */
+    static String describe(List<CpuState.Mode> modes, Map<String, String> mechanisms) {
+        List<String> parts = new ArrayList<>();
+        for (CpuState.Mode m : modes) {
+            parts.add(m.label() + (m == CpuState.Mode.AWAKE ? " (cores kept out of deep idle by "
+                + mechanisms.getOrDefault(m.label(), "-") + ")" : " (nothing extra)"));
+        }
+        return String.join(", ", parts);
+    }
+
+    private static String ratio(Map<String, List<Result>> cells, String system, String persistence, String mode,
+                                String op, int size) {
+        Spread a = spread(cells, key(system, persistence, mode, op, size), "p50_us");
+        Spread b = spread(cells, key("rdmastore-ucx", persistence, mode, op, size), "p50_us");
+        return a.n() == 0 || b.n() == 0 ? "-" : String.format(Locale.ROOT, "%.1fx", a.median() / b.median());
     }
 
     static String f(double v) {

@@ -11,9 +11,12 @@ import java.nio.charset.StandardCharsets;
 /**
  * E2's and E6's Redis client: SET, GET, and SET followed by WAIT, over one blocking socket, unpipelined, the way a single Jedis connection talks to
  * redis-server (write the command, read the reply). The bench module carries no Redis driver, and this keeps the client
- * side cheap and the same for every size: the request is built in one reused array, the value is read into another.
+ * side cheap and the same for every size: the request is built in one reused array. {@link #getValue} reads each value
+ * into a new array of its exact length, as rdmastore's {@code RdmaStoreClient.get(byte[])} does, so E2 compares
+ * clients that read values the same way; {@link #get} reads into a reused array.
  *
- * <p>Threads: one thread at a time. Memory: {@link #get} returns a view of an internal array valid until the next call.
+ * <p>Threads: one thread at a time. Memory: {@link #get} leaves the value in an internal array valid until the next
+ * call; {@link #getValue} returns an array of its own.
  */
 final class E2Resp implements AutoCloseable {
     private final Socket socket;
@@ -69,8 +72,32 @@ final class E2Resp implements AutoCloseable {
         return Long.parseLong(line());
     }
 
+    /** GET key into a new array of the value's length, as rdmastore's client does; null when absent. */
+    byte[] getValue(byte[] key) throws IOException {
+        int len = getHeader(key);
+        if (len < 0) {
+            return null;
+        }
+        byte[] v = new byte[len];
+        readValue(v, len);
+        return v;
+    }
+
     /** GET key; returns the value's length (-1 when absent); the bytes are in {@link #value()}. */
     int get(byte[] key) throws IOException {
+        int len = getHeader(key);
+        if (len < 0) {
+            return -1;
+        }
+        if (value.length < len) {
+            value = new byte[len];
+        }
+        readValue(value, len);
+        return len;
+    }
+
+    /** Sends GET and reads the bulk header; returns the length (-1 when absent). */
+    private int getHeader(byte[] key) throws IOException {
         int n = put(0, "*2\r\n$3\r\nGET\r\n");
         n = bulk(n, key);
         out.write(request, 0, n);
@@ -79,16 +106,14 @@ final class E2Resp implements AutoCloseable {
             throw new IOException("redis GET: unexpected reply '" + (char) c + line() + "'");
         }
         int len = Integer.parseInt(line());
-        if (len < 0) {
-            valueLength = -1;
-            return -1;
-        }
-        if (value.length < len) {
-            value = new byte[len];
-        }
+        valueLength = len < 0 ? -1 : len;
+        return len;
+    }
+
+    private void readValue(byte[] into, int len) throws IOException {
         int read = 0;
         while (read < len) {
-            int r = in.read(value, read, len - read);
+            int r = in.read(into, read, len - read);
             if (r < 0) {
                 throw new IOException("redis closed the connection in a GET reply");
             }
@@ -97,8 +122,6 @@ final class E2Resp implements AutoCloseable {
         if (in.read() != '\r' || in.read() != '\n') {
             throw new IOException("redis GET: reply not terminated by CRLF");
         }
-        valueLength = len;
-        return len;
     }
 
     byte[] value() {

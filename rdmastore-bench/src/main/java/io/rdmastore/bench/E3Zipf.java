@@ -58,72 +58,109 @@ public final class E3Zipf implements Experiment {
         void close();
     }
 
-    record Cell(double opsPerS, double p50Us, double p99Us, long ops) {
+    /**
+     * One repeat of one cell. CPU seconds are over the measured window only: the server process's, and this JVM's
+     * without the keep-alive spinners and burners.
+     */
+    record Cell(double opsPerS, double p50Us, double p99Us, long ops, double serverCpuS, double clientCpuS) {
+        Cell(double opsPerS, double p50Us, double p99Us, long ops) {
+            this(opsPerS, p50Us, p99Us, ops, Double.NaN, Double.NaN);
+        }
     }
+
+    /** A cell's key: system, persistence pairing, CPU mode, contention, value size, clients. */
+    static String key(String system, String persistence, String mode, boolean contention, int size, int clients) {
+        return system + "/" + persistence + "/" + mode + "/" + (contention ? "contention" : "quiet") + "/" + size
+            + "/" + clients;
+    }
+
+    /** Background CPU burners in the contention variant. */
+    static final int BURNERS = 2;
 
     @Override
     public void run(boolean quick, Report report) throws Exception {
+        run(BenchOptions.defaults(quick), report);
+    }
+
+    @Override
+    public void run(BenchOptions options, Report report) throws Exception {
+        boolean quick = options.quick();
         int[] sizes = ints("rdmastore.bench.e3.sizes", quick ? new int[] {32, 4096} : SIZES);
         int[] clients = ints("rdmastore.bench.e3.clients", quick ? new int[] {1, 4} : CLIENTS);
         int records = quick ? 500 : 10_000;
-        long warmNanos = quick ? 50_000_000L : 300_000_000L;
-        long windowNanos = quick ? 150_000_000L : 1_000_000_000L;
+        long warmNanos = options.warmNanos(200_000_000L, 50_000_000L);
+        long windowNanos = options.measureNanos(600_000_000L, 150_000_000L);
         String ucxIdle = System.getProperty("rdmastore.bench.e3.ucxIdle", "spin");
+        // the contention variant: the smallest value size at every client count, with two burners running
+        int contentionSize = sizes[0];
         int maxClients = clients[clients.length - 1];
-        Map<String, Cell> cells = new LinkedHashMap<>();
-        Map<String, double[]> cpu = new LinkedHashMap<>();
+        Map<String, List<Cell>> cells = new LinkedHashMap<>();
+        Map<String, String> mechanisms = new LinkedHashMap<>();
         List<String> failures = new ArrayList<>();
-        Progress progress = new Progress("E3", SYSTEMS.length * sizes.length * clients.length);
-        for (String system : SYSTEMS) {
-            List<Kv> conns = new ArrayList<>();
-            AutoCloseable server;
-            java.util.function.DoubleSupplier serverCpu;
-            if (system.equals("redis")) {
-                RedisServer r = RedisServer.start();
-                server = r;
-                serverCpu = r::cpuSeconds;
-            } else {
-                ServerProcess p = system.equals("rdmastore-ucx")
-                    ? ServerProcess.start("--transport", "auto", "--ucx-idle", ucxIdle, "--fsync", "everysec")
-                    : ServerProcess.start("--transport", "tcp", "--fsync", "everysec");
-                server = p;
-                serverCpu = p::cpuSeconds;
-            }
-            try (server) {
-                for (int i = 0; i < maxClients; i++) {
-                    conns.add(open(system, server));
+        int perRepeat = (sizes.length + 1) * clients.length;
+        Progress progress = new Progress("E3", options.persistence().size() * SYSTEMS.length
+            * options.cpuModes().size() * options.repeats() * perRepeat);
+        for (BenchOptions.Persistence pairing : options.persistence()) {
+            for (String system : SYSTEMS) {
+                List<Kv> conns = new ArrayList<>();
+                AutoCloseable server;
+                java.util.function.DoubleSupplier serverCpu;
+                if (system.equals("redis")) {
+                    RedisServer r = RedisServer.start(pairing);
+                    server = r;
+                    serverCpu = r::cpuSeconds;
+                } else {
+                    List<String> args = new ArrayList<>(system.equals("rdmastore-ucx")
+                        ? List.of("--transport", "auto", "--ucx-idle", ucxIdle) : List.of("--transport", "tcp"));
+                    args.addAll(pairing.serverArgs());
+                    ServerProcess p = ServerProcess.start(args.toArray(new String[0]));
+                    server = p;
+                    serverCpu = p::cpuSeconds;
                 }
-                double server0 = serverCpu.getAsDouble();
-                double client0 = Cpu.selfSeconds();
-                long ops = 0;
-                cells:
-                for (int size : sizes) {
-                    byte[][] keys = keys(size, records);
-                    load(conns.getFirst(), keys, size);
-                    for (int n : clients) {
-                        try {
-                            Cell c = cell(conns.subList(0, n), keys, size, warmNanos, windowNanos);
-                            ops += c.ops();
-                            cells.put(system + "/" + size + "/" + n, c);
-                        } catch (IllegalStateException e) {
-                            // keep what was measured; the experiment still fails at the end, naming the cell
-                            failures.add(system + " " + Sizes.human(size) + " x" + n + ": " + e.getMessage()
-                                + " (its remaining cells skipped)");
-                            System.err.println("E3: " + failures.getLast());
-                            break cells;
-                        }
-                        progress.step(system + " " + Sizes.human(size) + " x" + n);
+                try (server) {
+                    for (int i = 0; i < maxClients; i++) {
+                        conns.add(open(system, server));
                     }
-                }
-                cpu.put(system, new double[] {serverCpu.getAsDouble() - server0, Cpu.selfSeconds() - client0, ops});
-            } finally {
-                for (Kv k : conns) {
-                    k.close();
+                    Map<Integer, byte[][]> keys = new LinkedHashMap<>();
+                    for (int size : sizes) {
+                        keys.put(size, keys(size, records));
+                        load(conns.getFirst(), keys.get(size), size);
+                    }
+                    cells:
+                    for (CpuState.Mode mode : options.cpuModes()) {
+                        for (int r = 0; r < options.repeats(); r++) {
+                            for (int v = 0; v <= sizes.length; v++) {
+                                boolean contention = v == sizes.length;
+                                int size = contention ? contentionSize : sizes[v];
+                                for (int n : clients) {
+                                    String label = system + " " + mode.label() + (contention ? " contention " : " ")
+                                        + Sizes.human(size) + " x" + n;
+                                    try {
+                                        Cell c = cell(conns.subList(0, n), keys.get(size), size, warmNanos,
+                                            windowNanos, mode, contention ? BURNERS : 0, serverCpu, mechanisms);
+                                        cells.computeIfAbsent(key(system, pairing.label(), mode.label(), contention,
+                                            size, n), k -> new ArrayList<>()).add(c);
+                                    } catch (IllegalStateException e) {
+                                        // keep what was measured; the experiment still fails at the end
+                                        failures.add(label + ": " + e.getMessage() + " (its remaining cells skipped)");
+                                        System.err.println("E3: " + failures.getLast());
+                                        break cells;
+                                    }
+                                    progress.step(label);
+                                }
+                            }
+                        }
+                    }
+                } finally {
+                    for (Kv k : conns) {
+                        k.close();
+                    }
                 }
             }
         }
         progress.done();
-        report(quick, report, sizes, clients, records, windowNanos, ucxIdle, cells, cpu, failures);
+        report(options, report, sizes, clients, contentionSize, records, warmNanos, windowNanos, ucxIdle, cells,
+            mechanisms, failures);
         if (!failures.isEmpty()) {
             throw new IllegalStateException("E3: cells failed: " + String.join("; ", failures));
         }
@@ -143,71 +180,116 @@ public final class E3Zipf implements Experiment {
         return out;
     }
 
-    private static void report(boolean quick, Report report, int[] sizes, int[] clients, int records, long windowNanos,
-                               String ucxIdle, Map<String, Cell> cells, Map<String, double[]> cpu, List<String> failures)
+    /** The spread of one figure over a cell's repeats. */
+    static Spread spread(Map<String, List<Cell>> cells, String key, java.util.function.ToDoubleFunction<Cell> f) {
+        List<Cell> cs = cells.get(key);
+        return cs == null ? Spread.of() : Spread.of(cs.stream().mapToDouble(f).toArray());
+    }
+
+    private static void report(BenchOptions options, Report report, int[] sizes, int[] clients, int contentionSize,
+                               int records, long warmNanos, long windowNanos, String ucxIdle,
+                               Map<String, List<Cell>> cells, Map<String, String> mechanisms, List<String> failures)
         throws Exception {
         List<Row> rows = new ArrayList<>();
+        List<String> header = List.of("persistence", "cpu", "contention", "value", "clients", "ucx ops/s",
+            "tcp ops/s", "redis ops/s", "ucx/redis", "tcp/redis", "ucx/tcp", "ucx p50/p99 us", "tcp p50/p99 us",
+            "redis p50/p99 us");
+        List<List<String>> body = new ArrayList<>();
+        List<String> cpuHeader = List.of("persistence", "cpu", "system", "server CPU s", "client CPU s",
+            "operations", "server CPU s / M ops", "client CPU s / M ops");
+        List<List<String>> cpuBody = new ArrayList<>();
+        StringBuilder targets = new StringBuilder();
         for (String metric : List.of("ops_per_s", "p50_us", "p99_us")) {
-            for (int size : sizes) {
-                for (int n : clients) {
-                    for (String system : SYSTEMS) {
-                        Cell c = cells.get(system + "/" + size + "/" + n);
-                        if (c != null) {
-                            double v = switch (metric) {
-                                case "ops_per_s" -> c.opsPerS();
-                                case "p50_us" -> c.p50Us();
-                                default -> c.p99Us();
-                            };
-                            rows.add(new Row("E3", system, "zipf-95/5", size, n, metric, v));
-                        }
+            for (Map.Entry<String, List<Cell>> e : cells.entrySet()) {
+                String[] k = e.getKey().split("/");
+                java.util.function.ToDoubleFunction<Cell> f = switch (metric) {
+                    case "ops_per_s" -> Cell::opsPerS;
+                    case "p50_us" -> Cell::p50Us;
+                    default -> Cell::p99Us;
+                };
+                rows.add(spread(cells, e.getKey(), f).row("E3", k[0], "zipf-95/5", Integer.parseInt(k[4]),
+                    Integer.parseInt(k[5]), metric, Row.Tags.of(k[2], k[1], k[3].equals("contention"))));
+            }
+        }
+        for (BenchOptions.Persistence pairing : options.persistence()) {
+            String pl = pairing.label();
+            for (CpuState.Mode mode : options.cpuModes()) {
+                String ml = mode.label();
+                for (int v = 0; v <= sizes.length; v++) {
+                    boolean contention = v == sizes.length;
+                    int size = contention ? contentionSize : sizes[v];
+                    for (int n : clients) {
+                        String u = key("rdmastore-ucx", pl, ml, contention, size, n);
+                        String t = key("rdmastore-tcp", pl, ml, contention, size, n);
+                        String r = key("redis", pl, ml, contention, size, n);
+                        body.add(List.of(pl, ml, contention ? "yes" : "no", Sizes.human(size), Integer.toString(n),
+                            ops(cells, u), ops(cells, t), ops(cells, r), ratio(cells, u, r), ratio(cells, t, r),
+                            ratio(cells, u, t), lat(cells, u), lat(cells, t), lat(cells, r)));
                     }
                 }
+                for (String system : SYSTEMS) {
+                    double server = 0;
+                    double client = 0;
+                    long ops = 0;
+                    String prefix = system + "/" + pl + "/" + ml + "/quiet/";
+                    for (Map.Entry<String, List<Cell>> e : cells.entrySet()) {
+                        if (e.getKey().startsWith(prefix)) {
+                            for (Cell c : e.getValue()) {
+                                server += c.serverCpuS();
+                                client += c.clientCpuS();
+                                ops += c.ops();
+                            }
+                        }
+                    }
+                    if (ops == 0) {
+                        continue;
+                    }
+                    Row.Tags tags = Row.Tags.of(ml, pl, false);
+                    rows.add(new Row("E3", system, "all", 0, 0, "server_cpu_s", server).with(tags));
+                    rows.add(new Row("E3", system, "all", 0, 0, "client_cpu_s", client).with(tags));
+                    rows.add(new Row("E3", system, "all", 0, 0, "server_cpu_s_per_mop", server / ops * 1e6)
+                        .with(tags));
+                    rows.add(new Row("E3", system, "all", 0, 0, "client_cpu_s_per_mop", client / ops * 1e6)
+                        .with(tags));
+                    cpuBody.add(List.of(pl, ml, system, YcsbWorkloads.num(server), YcsbWorkloads.num(client),
+                        Long.toString(ops), YcsbWorkloads.num(server / ops * 1e6),
+                        YcsbWorkloads.num(client / ops * 1e6)));
+                }
+                targets.append(String.format(Locale.ROOT, "%n- %s, %s: ucx >= 10x Redis at 1 client (32 B): %s; "
+                        + ">= 3x at 32 clients: %s; tcp >= 1.0x Redis at 32 clients: %s; ucx p99 <= Redis p99 at 32 "
+                        + "clients: %s; under contention ucx >= tcp (32 B, every client count): %s.", ml, pl,
+                    target(cells, "rdmastore-ucx", pl, ml, 1, 10), target(cells, "rdmastore-ucx", pl, ml, 32, 3),
+                    target(cells, "rdmastore-tcp", pl, ml, 32, 1), p99Target(cells, pl, ml),
+                    contentionTarget(cells, pl, ml, clients)));
             }
         }
-        for (Map.Entry<String, double[]> e : cpu.entrySet()) {
-            double[] c = e.getValue();
-            rows.add(new Row("E3", e.getKey(), "all", 0, 0, "server_cpu_s", c[0]));
-            rows.add(new Row("E3", e.getKey(), "all", 0, 0, "client_cpu_s", c[1]));
-            rows.add(new Row("E3", e.getKey(), "all", 0, 0, "server_cpu_s_per_mop", c[0] / c[2] * 1e6));
-            rows.add(new Row("E3", e.getKey(), "all", 0, 0, "client_cpu_s_per_mop", c[1] / c[2] * 1e6));
-        }
-        List<String> header = List.of("value", "clients", "ucx ops/s", "tcp ops/s", "redis ops/s", "ucx/redis",
-            "tcp/redis", "ucx p50/p99 us", "tcp p50/p99 us", "redis p50/p99 us");
-        List<List<String>> body = new ArrayList<>();
-        for (int size : sizes) {
-            for (int n : clients) {
-                Cell u = cells.get("rdmastore-ucx/" + size + "/" + n);
-                Cell t = cells.get("rdmastore-tcp/" + size + "/" + n);
-                Cell r = cells.get("redis/" + size + "/" + n);
-                body.add(List.of(Sizes.human(size), Integer.toString(n), ops(u), ops(t), ops(r), ratio(u, r),
-                    ratio(t, r), lat(u), lat(t), lat(r)));
-            }
-        }
-        List<String> cpuHeader = List.of("system", "server CPU s", "client CPU s", "operations", "server CPU s / M ops",
-            "client CPU s / M ops");
-        List<List<String>> cpuBody = new ArrayList<>();
-        for (Map.Entry<String, double[]> e : cpu.entrySet()) {
-            double[] c = e.getValue();
-            cpuBody.add(List.of(e.getKey(), YcsbWorkloads.num(c[0]), YcsbWorkloads.num(c[1]),
-                String.format(Locale.ROOT, "%.0f", c[2]), YcsbWorkloads.num(c[0] / c[2] * 1e6),
-                YcsbWorkloads.num(c[1] / c[2] * 1e6)));
-        }
+        // the chart: throughput against clients per value size, first persistence pairing, no contention
+        String pl = options.persistence().getFirst().label();
         StringBuilder charts = new StringBuilder();
         for (int size : sizes) {
             String file = "E3-" + size + "B.png";
-            chart(report.directory().resolve(file), size, clients, cells);
+            chart(report.directory().resolve(file), size, clients, cells, pl, options.cpuModes());
             charts.append("![E3 ").append(Sizes.human(size)).append("](").append(file).append(") ");
         }
         String notes = String.format(Locale.ROOT, "%d records per value size, keys drawn by YCSB's"
-                + " ScrambledZipfianGenerator, 95%% GET / 5%% SET, %.1f s per cell after warm-up%s. Each client is its own"
-                + " connection and thread. Waiting client threads spin, then yield, then park (2 cores: 32 spinning"
-                + " threads would starve the server); the ucx server runs --ucx-idle %s, the tcp server --transport tcp,"
-                + " Redis without persistence; rdmastore with --fsync everysec. Targets (32 B): ucx >= 10x Redis at 1"
-                + " client: %s; >= 3x at 32 clients: %s; tcp >= 1.0x Redis at 32 clients: %s.%n%nCPU cost (client CPU"
-                + " is this JVM: the client threads):%n%n%s%nThroughput against clients, one chart per value size:%n%n%s%n",
-            records, windowNanos / 1e9, quick ? " (--quick: a subset of sizes and clients)" : "", ucxIdle,
-            target(cells, "rdmastore-ucx", 1, 10), target(cells, "rdmastore-ucx", 32, 3),
-            target(cells, "rdmastore-tcp", 32, 1), Report.table(cpuHeader, cpuBody), charts)
+                + " ScrambledZipfianGenerator, 95%% GET / 5%% SET. Each cell: %.2f s warm-up, then %.2f s measured, "
+                + "on the same connections to the same server process, repeated %d time(s); figures are medians with "
+                + "the range (min-max) of the repeats in brackets, ratios are of medians%s. CPU modes: %s. "
+                + "Persistence pairings: %s. Contention rows: the %s cells again with %d burner threads in this JVM "
+                + "spinning at ordinary priority for the phase (warm-up and window), stopped with it. Each client is "
+                + "its own connection and thread. Waiting client threads spin, then yield, then park (2 cores: 32 "
+                + "spinning threads would starve the server); the ucx server runs --ucx-idle %s, the tcp server "
+                + "--transport tcp. Both clients (rdmastore's and Jedis) return each value in a new array.%n%n"
+                + "Targets (issue 13):%s%n%nCPU cost over the measured windows only (client CPU is this JVM without "
+                + "the keep-alive spinners and burners; contention cells left out):%n%n%s%nThroughput against "
+                + "clients, one chart per value size (%s persistence, no contention):%n%n%s%n",
+            records, warmNanos / 1e9, windowNanos / 1e9, options.repeats(),
+            options.quick() ? " (--quick: a subset of sizes and clients)" : "",
+            E2Latency.describe(options.cpuModes(), mechanisms),
+            String.join("; ", options.persistence().stream().map(p -> p.label() + " = " + p.describe()).toList()),
+            Sizes.human(contentionSize), BURNERS, ucxIdle, targets, Report.table(cpuHeader, cpuBody), pl, charts)
+            + (empty(cells).isEmpty() ? "" : "\nRepeats in which no operation completed inside the window (counted as "
+            + "0 ops/s, latency unknown; a loaded host): " + String.join(", ", empty(cells)) + "\n")
             + (failures.isEmpty() ? "" : "\nFailed cells: " + String.join("; ", failures) + "\n");
         System.out.println();
         System.out.print(Report.plain(header, body));
@@ -215,45 +297,89 @@ public final class E3Zipf implements Experiment {
         report.add("E3", "YCSB-style Zipf 95/5 throughput and latency", Report.table(header, body), notes, rows);
     }
 
-    private static String target(Map<String, Cell> cells, String system, int clients, double factor) {
-        Cell a = cells.get(system + "/32/" + clients);
-        Cell r = cells.get("redis/32/" + clients);
-        if (a == null || r == null) {
+    /** The cells with a repeat that completed no operation. */
+    private static List<String> empty(Map<String, List<Cell>> cells) {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<String, List<Cell>> e : cells.entrySet()) {
+            if (e.getValue().stream().anyMatch(c -> c.ops() == 0)) {
+                out.add(e.getKey());
+            }
+        }
+        return out;
+    }
+
+    private static String target(Map<String, List<Cell>> cells, String system, String pl, String ml, int clients,
+                                 double factor) {
+        Spread a = spread(cells, key(system, pl, ml, false, 32, clients), Cell::opsPerS);
+        Spread r = spread(cells, key("redis", pl, ml, false, 32, clients), Cell::opsPerS);
+        if (a.n() == 0 || r.n() == 0 || !(r.median() > 0)) {
             return "not measured";
         }
-        double x = a.opsPerS() / r.opsPerS();
+        double x = a.median() / r.median();
         return String.format(Locale.ROOT, "%.2fx, %s", x, x >= factor ? "met" : "missed");
     }
 
-    private static String ops(Cell c) {
-        return c == null ? "-" : E1RoundTrips.fmt(c.opsPerS());
+    private static String p99Target(Map<String, List<Cell>> cells, String pl, String ml) {
+        Spread u = spread(cells, key("rdmastore-ucx", pl, ml, false, 32, 32), Cell::p99Us);
+        Spread r = spread(cells, key("redis", pl, ml, false, 32, 32), Cell::p99Us);
+        if (u.n() == 0 || r.n() == 0) {
+            return "not measured";
+        }
+        return String.format(Locale.ROOT, "%s vs %s us, %s", YcsbWorkloads.num(u.median()),
+            YcsbWorkloads.num(r.median()), u.median() <= r.median() ? "met" : "missed");
     }
 
-    private static String lat(Cell c) {
-        return c == null ? "-" : YcsbWorkloads.num(c.p50Us()) + " / " + YcsbWorkloads.num(c.p99Us());
+    private static String contentionTarget(Map<String, List<Cell>> cells, String pl, String ml, int[] clients) {
+        List<String> parts = new ArrayList<>();
+        boolean all = true;
+        for (int n : clients) {
+            Spread u = spread(cells, key("rdmastore-ucx", pl, ml, true, 32, n), Cell::opsPerS);
+            Spread t = spread(cells, key("rdmastore-tcp", pl, ml, true, 32, n), Cell::opsPerS);
+            if (u.n() > 0 && t.n() > 0 && t.median() > 0) {
+                parts.add(String.format(Locale.ROOT, "x%d %.2fx", n, u.median() / t.median()));
+                all &= u.median() >= t.median();
+            }
+        }
+        return parts.isEmpty() ? "not measured" : String.join(", ", parts) + ", " + (all ? "met" : "missed");
     }
 
-    private static String ratio(Cell a, Cell b) {
-        return a == null || b == null ? "-" : String.format(Locale.ROOT, "%.2fx", a.opsPerS() / b.opsPerS());
+    private static String ops(Map<String, List<Cell>> cells, String key) {
+        return spread(cells, key, Cell::opsPerS).format(E1RoundTrips::fmt);
     }
 
-    private static void chart(java.nio.file.Path file, int size, int[] clients, Map<String, Cell> cells)
-        throws java.io.IOException {
+    private static String lat(Map<String, List<Cell>> cells, String key) {
+        Spread p50 = spread(cells, key, Cell::p50Us);
+        return p50.n() == 0 ? "-" : YcsbWorkloads.num(p50.median()) + " / "
+            + YcsbWorkloads.num(spread(cells, key, Cell::p99Us).median());
+    }
+
+    private static String ratio(Map<String, List<Cell>> cells, String a, String b) {
+        Spread x = spread(cells, a, Cell::opsPerS);
+        Spread y = spread(cells, b, Cell::opsPerS);
+        // a repeat set whose median is 0 ops/s (nothing completed in the windows) has no ratio
+        return x.n() == 0 || y.n() == 0 || !(y.median() > 0) ? "-"
+            : String.format(Locale.ROOT, "%.2fx", x.median() / y.median());
+    }
+
+    private static void chart(java.nio.file.Path file, int size, int[] clients, Map<String, List<Cell>> cells,
+                              String pl, List<CpuState.Mode> modes) throws java.io.IOException {
         XYChart chart = new XYChartBuilder().width(800).height(500)
             .title("E3: " + Sizes.human(size) + " values, Zipf 95/5").xAxisTitle("clients").yAxisTitle("ops/s").build();
         chart.getStyler().setLegendPosition(org.knowm.xchart.style.Styler.LegendPosition.InsideNW);
-        for (String system : SYSTEMS) {
-            List<Double> x = new ArrayList<>();
-            List<Double> y = new ArrayList<>();
-            for (int n : clients) {
-                Cell c = cells.get(system + "/" + size + "/" + n);
-                if (c != null) {
-                    x.add((double) n);
-                    y.add(c.opsPerS());
+        for (CpuState.Mode mode : modes) {
+            for (String system : SYSTEMS) {
+                List<Double> x = new ArrayList<>();
+                List<Double> y = new ArrayList<>();
+                for (int n : clients) {
+                    Spread c = spread(cells, key(system, pl, mode.label(), false, size, n), Cell::opsPerS);
+                    if (c.n() > 0) {
+                        x.add((double) n);
+                        y.add(c.median());
+                    }
                 }
-            }
-            if (!x.isEmpty()) {
-                chart.addSeries(system, x, y);
+                if (!x.isEmpty()) {
+                    chart.addSeries(modes.size() > 1 ? system + " " + mode.label() : system, x, y);
+                }
             }
         }
         BitmapEncoder.saveBitmap(chart, file.toString(), BitmapEncoder.BitmapFormat.PNG);
@@ -340,9 +466,40 @@ public final class E3Zipf implements Experiment {
         };
     }
 
-    /** Runs one cell: every connection in its own thread, warm-up then a measured window; merged latency. */
+    /**
+     * Runs one cell in the idle CPU mode without burners; the CPU figures are NaN.
+     *
+     * @throws IllegalStateException also when no operation completed in the window
+     */
     static Cell cell(List<Kv> conns, byte[][] keys, int size, long warmNanos, long windowNanos)
         throws InterruptedException {
+        Cell c = cell(conns, keys, size, warmNanos, windowNanos, CpuState.Mode.IDLE, 0, () -> Double.NaN,
+            new LinkedHashMap<>());
+        if (c.ops() == 0) {
+            throw new IllegalStateException("E3: no operation completed in the window");
+        }
+        return c;
+    }
+
+    /**
+     * Runs one cell: every connection in its own thread, warm-up then a measured window; merged latency. The CPU
+     * state is held and the burners run from before the warm-up to the end of the window; this (driver) thread reads
+     * the server's and this JVM's CPU at the window's start and end.
+     */
+    static Cell cell(List<Kv> conns, byte[][] keys, int size, long warmNanos, long windowNanos, CpuState.Mode mode,
+                     int burners, java.util.function.DoubleSupplier serverCpu, Map<String, String> mechanisms)
+        throws InterruptedException {
+        long bound = warmNanos + windowNanos + 120_000_000_000L;
+        try (CpuState.Guard guard = CpuState.enter(mode, bound);
+             Spinners burn = Spinners.burners(burners, bound)) {
+            mechanisms.put(mode.label(), guard.mechanism());
+            return measureCell(conns, keys, size, warmNanos, windowNanos, serverCpu, guard, burn);
+        }
+    }
+
+    private static Cell measureCell(List<Kv> conns, byte[][] keys, int size, long warmNanos, long windowNanos,
+                                    java.util.function.DoubleSupplier serverCpu, CpuState.Guard guard,
+                                    Spinners burn) throws InterruptedException {
         int n = conns.size();
         long start = System.nanoTime() + 20_000_000L;
         long measureFrom = start + warmNanos;
@@ -365,6 +522,12 @@ public final class E3Zipf implements Experiment {
             }, "e3-client-" + i);
             threads[i].start();
         }
+        sleepUntil(measureFrom);
+        double server0 = serverCpu.getAsDouble();
+        double self0 = Cpu.selfSeconds() - guard.cpuSeconds() - burn.cpuSeconds();
+        sleepUntil(end);
+        double serverS = serverCpu.getAsDouble() - server0;
+        double selfS = Cpu.selfSeconds() - guard.cpuSeconds() - burn.cpuSeconds() - self0;
         long joinDeadline = end + 60_000_000_000L;
         for (Thread t : threads) {
             long left = (joinDeadline - System.nanoTime()) / 1_000_000L;
@@ -383,10 +546,19 @@ public final class E3Zipf implements Experiment {
             total += counts[i];
         }
         if (total == 0) {
-            throw new IllegalStateException("E3: no operation completed in the window");
+            // a measurement, not a failure: on a loaded host every operation can straddle a short window (a hung
+            // client is caught by the join above); throughput 0, latency unknown
+            return new Cell(0, Double.NaN, Double.NaN, 0, serverS, selfS);
         }
         return new Cell(total / (windowNanos / 1e9), all.getValueAtPercentile(50) / 1e3,
-            all.getValueAtPercentile(99) / 1e3, total);
+            all.getValueAtPercentile(99) / 1e3, total, serverS, selfS);
+    }
+
+    private static void sleepUntil(long nanoTime) throws InterruptedException {
+        long left;
+        while ((left = nanoTime - System.nanoTime()) > 0) {
+            Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
+        }
     }
 
     /** One client's loop; returns operations completed inside the measured window. */

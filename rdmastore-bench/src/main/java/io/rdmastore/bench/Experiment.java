@@ -18,4 +18,12 @@ public interface Experiment {
      * @param quick a smoke run: every system and size runs briefly and writes its files; no timing is asserted
      */
     void run(boolean quick, Report report) throws Exception;
+
+    /**
+     * Runs with the command line's measurement options (repeats, CPU modes, persistence pairings, phase lengths).
+     * Experiments that do not take them run as {@link #run(boolean, Report)} with {@link BenchOptions#quick}.
+     */
+    default void run(BenchOptions options, Report report) throws Exception {
+        run(options.quick(), report);
+    }
 }

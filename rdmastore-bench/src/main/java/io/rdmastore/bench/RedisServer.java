@@ -10,8 +10,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A redis-server (Debian's package) on loopback, started for a comparison and stopped after it: no persistence, a free
- * port, a temporary directory. When redis-server is missing it is installed with apt-get if we run as root; otherwise
+ * A redis-server (Debian's package) on loopback, started for a comparison and stopped after it: a free port, a
+ * temporary directory, no persistence unless asked for ({@link #start(BenchOptions.Persistence, String...)}). When redis-server is missing it is installed with apt-get if we run as root; otherwise
  * {@link #start} fails with the command to run.
  */
 public final class RedisServer implements AutoCloseable {
@@ -91,6 +91,16 @@ public final class RedisServer implements AutoCloseable {
         p.destroyForcibly();
         ServerProcess.delete(dir);
         throw new IOException("redis-server did not start on port " + port);
+    }
+
+    /**
+     * Starts redis-server with the persistence of {@code pairing} (AOF with fsync every second, or none), so it does
+     * the same work per write as the rdmastore server it is compared with.
+     */
+    public static RedisServer start(BenchOptions.Persistence pairing, String... extraArgs) throws IOException {
+        List<String> args = new ArrayList<>(pairing.redisArgs());
+        args.addAll(List.of(extraArgs));
+        return start(args.toArray(new String[0]));
     }
 
     public int port() {

@@ -23,6 +23,11 @@ public final class Report {
     private final Map<String, List<Row>> results = new LinkedHashMap<>();
 
     public Report(Path root, String command) {
+        this(root, command, null);
+    }
+
+    /** A report whose header also says how it measured ({@code options}; null: not said). */
+    public Report(Path root, String command, BenchOptions options) {
         this.dir = root.resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH-mm-ss")));
         try {
             Files.createDirectories(dir);
@@ -32,7 +37,12 @@ public final class Report {
         summary.append("# rdmastore benchmark report\n\n")
             .append("- command: `").append(command).append("`\n")
             .append("- machine: ").append(Machine.describe()).append("\n")
-            .append("- versions: ").append(Summary.versions()).append("\n\n")
+            .append("- versions: ").append(Summary.versions()).append("\n");
+        if (options != null) {
+            summary.append("- measurement: ").append(options.describe()).append(" (experiments E1, E2, E3, E4, YCSB;")
+                .append(" docs/bench/README.md, \"Fair measurement\")\n");
+        }
+        summary.append("\n")
             .append("All figures of one experiment were taken side by side in this run; compare ratios, not absolute ")
             .append("numbers across runs.\n\n");
     }

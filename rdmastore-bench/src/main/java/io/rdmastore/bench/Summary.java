@@ -43,17 +43,31 @@ final class Summary {
                 body.add(List.of(e.getKey(), "no rows", "-", "-", "-", "-", "-"));
                 continue;
             }
-            String metric = rows.getFirst().metric();
-            String variant = HEADLINE_VARIANT.get(e.getKey());
-            Map<String, Map<String, Double>> best = best(variant == null ? rows
-                : rows.stream().filter(r -> r.variant().equals(variant)).toList(), metric);
-            body.add(List.of(e.getKey(), variant == null ? metric : metric + " (" + variant + ")", ratio(best, "rdmastore-ucx", "rdmastore-tcp", metric),
-                ratio(best, "rdmastore-ucx", "redis", metric), ratio(best, "rdmastore-tcp", "redis", metric),
-                ratio(best, "rdmastore-ucx", "limit", metric), cpu(rows)));
+            // one line per CPU mode where the rows carry one; contention cells are a variant, not the headline
+            Map<String, List<Row>> byMode = new LinkedHashMap<>();
+            for (Row r : rows) {
+                if (r.tags() == null || !Boolean.TRUE.equals(r.tags().contention())) {
+                    byMode.computeIfAbsent(r.cpuMode(), k -> new ArrayList<>()).add(r);
+                }
+            }
+            for (Map.Entry<String, List<Row>> m : byMode.entrySet()) {
+                List<Row> modeRows = m.getValue();
+                String metric = modeRows.getFirst().metric();
+                String variant = HEADLINE_VARIANT.get(e.getKey());
+                Map<String, Map<String, Double>> best = best(variant == null ? modeRows
+                    : modeRows.stream().filter(r -> r.variant().equals(variant)).toList(), metric);
+                String name = m.getKey().isEmpty() ? e.getKey() : e.getKey() + " (" + m.getKey() + ")";
+                body.add(List.of(name, variant == null ? metric : metric + " (" + variant + ")",
+                    ratio(best, "rdmastore-ucx", "rdmastore-tcp", metric), ratio(best, "rdmastore-ucx", "redis", metric),
+                    ratio(best, "rdmastore-tcp", "redis", metric), ratio(best, "rdmastore-ucx", "limit", metric),
+                    cpu(modeRows)));
+            }
         }
         return "## Summary\n\n" + Report.table(header, body) + "\nRatios above 1 favour the first system (higher "
             + "throughput, or lower latency for *_us metrics); geometric mean over the cells both measured, best variant"
-            + " of each system per cell. '-' where a system was not part of the experiment.\n";
+            + " of each system per cell (cells also match on persistence pairing; values are the medians of the repeats)."
+            + " One line per CPU mode where the experiment ran both; contention cells are left out. '-' where a system"
+            + " was not part of the experiment.\n";
     }
 
     /** system -> (size/clients -> best value of {@code metric}). */
@@ -64,7 +78,9 @@ final class Summary {
             if (!r.metric().equals(metric) || !Double.isFinite(r.value())) {
                 continue;
             }
-            best.computeIfAbsent(r.system(), k -> new HashMap<>()).merge(r.sizeBytes() + "/" + r.clients(), r.value(),
+            String cell = r.sizeBytes() + "/" + r.clients()
+                + (r.tags() == null || r.tags().persistence() == null ? "" : "/" + r.tags().persistence());
+            best.computeIfAbsent(r.system(), k -> new HashMap<>()).merge(cell, r.value(),
                 (a, b) -> lowerIsBetter ? Math.min(a, b) : Math.max(a, b));
         }
         return best;
@@ -93,7 +109,7 @@ final class Summary {
         Map<String, Double> perMop = new LinkedHashMap<>();
         for (Row r : rows) {
             if (r.metric().equals("server_cpu_s_per_mop")) {
-                perMop.put(r.system(), r.value());
+                perMop.putIfAbsent(r.system(), r.value());
             }
         }
         if (perMop.isEmpty()) {

@@ -48,116 +48,198 @@ public final class YcsbWorkloads implements Experiment {
         return "YCSB core workloads A, B, C, D, F (site.ycsb.Client) on rdmastore ucx, tcp and Redis; E unsupported";
     }
 
-    /** Parsed summary of one YCSB phase. */
+    /**
+     * Parsed summary of one YCSB phase. {@code clientCpuS} is the child JVM's CPU over the measured run (its whole life
+     * when it had no warm-up); {@code serverCpuS} the server's over the measured run (NaN where not taken).
+     */
     record Phase(double opsPerS, double p50Us, double p99Us, long operations, long failed, double clientCpuS,
-                 String failures) {
+                 String failures, double serverCpuS) {
+        Phase(double opsPerS, double p50Us, double p99Us, long operations, long failed, double clientCpuS,
+              String failures) {
+            this(opsPerS, p50Us, p99Us, operations, failed, clientCpuS, failures, Double.NaN);
+        }
+
+        Phase withServerCpu(double s) {
+            return new Phase(opsPerS, p50Us, p99Us, operations, failed, clientCpuS, failures, s);
+        }
     }
 
     @Override
     public void run(boolean quick, Report report) throws Exception {
+        run(BenchOptions.defaults(quick), report);
+    }
+
+    /** A cell's key: system, persistence pairing, CPU mode, workload. */
+    static String key(String system, String persistence, String mode, String workload) {
+        return system + "/" + persistence + "/" + mode + "/" + workload;
+    }
+
+    @Override
+    public void run(BenchOptions options, Report report) throws Exception {
+        boolean quick = options.quick();
         int records = quick ? 200 : 5_000;
-        int operations = quick ? 400 : 100_000;
+        // YCSB's maxexecutiontime is whole seconds
+        int measureS = (int) Math.max(1, Math.round(options.measureNanos(3_000_000_000L, 1_000_000_000L) / 1e9));
+        double warmS = options.warmNanos(2_000_000_000L, 500_000_000L) / 1e9;
         int threads = Integer.getInteger("rdmastore.bench.ycsb.threads", 1);
         System.out.println("YCSB: workload E skipped: " + YcsbRdmaStoreDb.SCAN_UNSUPPORTED);
         // --quick: read, update and insert paths only (A and D), to keep the CI smoke run short
         List<String> workloads = quick ? List.of("A", "D") : new ArrayList<>(WORKLOADS.keySet());
-        Progress progress = new Progress("YCSB", SYSTEMS.length * (workloads.size() + 1));
-        List<Row> rows = new ArrayList<>();
-        Map<String, Phase> results = new LinkedHashMap<>();
-        Map<String, double[]> cpu = new LinkedHashMap<>();
+        Progress progress = new Progress("YCSB", options.persistence().size() * SYSTEMS.length
+            * (1 + options.cpuModes().size() * options.repeats() * workloads.size()));
+        Map<String, List<Phase>> results = new LinkedHashMap<>();
+        Map<String, String> mechanisms = new LinkedHashMap<>();
         List<String> errors = new ArrayList<>();
-        for (String system : SYSTEMS) {
-            AutoCloseable server;
-            List<String> dbArgs = new ArrayList<>();
-            java.util.function.DoubleSupplier serverCpu;
-            if (system.equals("redis")) {
-                RedisServer redis = RedisServer.start();
-                server = redis;
-                serverCpu = redis::cpuSeconds;
-                dbArgs.addAll(List.of("-db", YcsbRedisDb.class.getName(), "-p", "redis.port=" + redis.port()));
-            } else {
-                String transport = system.equals("rdmastore-ucx") ? "ucx" : "tcp";
-                ServerProcess p = transport.equals("ucx")
-                    ? ServerProcess.start("--transport", "auto", "--ucx-idle", "spin", "--fsync", "everysec")
-                    : ServerProcess.start("--transport", "tcp", "--fsync", "everysec");
-                server = p;
-                serverCpu = p::cpuSeconds;
-                dbArgs.addAll(List.of("-db", YcsbRdmaStoreDb.class.getName(), "-p", "rdmastore.uri=" + p.uri(transport),
-                    "-p", "rdmastore.transport=" + transport));
-            }
-            try (server) {
-                double serverStart = serverCpu.getAsDouble();
-                double clientCpu = 0;
-                long ops = 0;
-                Phase load = phase(true, "C", records, records, threads, dbArgs);
-                clientCpu += load.clientCpuS();
-                progress.step(system + " load");
-                check(system, "load", load, errors);
-                for (String w : workloads) {
-                    Phase p = phase(false, w, records, operations, threads, dbArgs);
-                    results.put(system + "/" + w, p);
-                    clientCpu += p.clientCpuS();
-                    ops += p.operations();
-                    check(system, w, p, errors);
-                    progress.step(system + " " + w);
-                    int idx = workloads.indexOf(w);
-                    rows.add(new Row("YCSB", system, "workload-" + w, idx, threads, "ops_per_s", p.opsPerS()));
+        for (BenchOptions.Persistence pairing : options.persistence()) {
+            for (String system : SYSTEMS) {
+                AutoCloseable server;
+                List<String> dbArgs = new ArrayList<>();
+                java.util.function.DoubleSupplier serverCpu;
+                if (system.equals("redis")) {
+                    RedisServer redis = RedisServer.start(pairing);
+                    server = redis;
+                    serverCpu = redis::cpuSeconds;
+                    dbArgs.addAll(List.of("-db", YcsbRedisDb.class.getName(), "-p", "redis.port=" + redis.port()));
+                } else {
+                    String transport = system.equals("rdmastore-ucx") ? "ucx" : "tcp";
+                    List<String> args = new ArrayList<>(transport.equals("ucx")
+                        ? List.of("--transport", "auto", "--ucx-idle", "spin") : List.of("--transport", "tcp"));
+                    args.addAll(pairing.serverArgs());
+                    ServerProcess p = ServerProcess.start(args.toArray(new String[0]));
+                    server = p;
+                    serverCpu = p::cpuSeconds;
+                    dbArgs.addAll(List.of("-db", YcsbRdmaStoreDb.class.getName(), "-p",
+                        "rdmastore.uri=" + p.uri(transport), "-p", "rdmastore.transport=" + transport));
                 }
-                double s = serverCpu.getAsDouble() - serverStart;
-                cpu.put(system, new double[] {s, clientCpu, ops});
+                try (server) {
+                    Phase load = phase(true, "C", records, records, threads, dbArgs);
+                    progress.step(system + " load");
+                    check(system, "load", load, errors);
+                    for (CpuState.Mode mode : options.cpuModes()) {
+                        for (int r = 0; r < options.repeats(); r++) {
+                            for (String w : workloads) {
+                                Phase p;
+                                try (CpuState.Guard g = CpuState.enter(mode, (long) ((warmS + measureS
+                                    + PHASE_TIMEOUT_S) * 1e9))) {
+                                    mechanisms.put(mode.label(), g.mechanism());
+                                    p = phase(w, records, warmS, measureS, threads, dbArgs, serverCpu);
+                                }
+                                results.computeIfAbsent(key(system, pairing.label(), mode.label(), w),
+                                    k -> new ArrayList<>()).add(p);
+                                check(system, w, p, errors);
+                                progress.step(system + " " + mode.label() + " " + w);
+                            }
+                        }
+                    }
+                }
             }
         }
         progress.done();
-        for (String w : workloads) {
-            for (String system : SYSTEMS) {
-                Phase p = results.get(system + "/" + w);
-                if (p != null) {
-                    rows.add(new Row("YCSB", system, "workload-" + w, workloads.indexOf(w), threads, "p50_us", p.p50Us()));
-                    rows.add(new Row("YCSB", system, "workload-" + w, workloads.indexOf(w), threads, "p99_us", p.p99Us()));
-                }
+        report(options, workloads, records, warmS, measureS, threads, results, mechanisms, report);
+        if (!errors.isEmpty()) {
+            throw new IllegalStateException("YCSB: failed operations: " + String.join("; ", errors));
+        }
+    }
+
+    private static Spread spread(Map<String, List<Phase>> results, String key,
+                                 java.util.function.ToDoubleFunction<Phase> f) {
+        List<Phase> ps = results.get(key);
+        return ps == null ? Spread.of() : Spread.of(ps.stream().mapToDouble(f).toArray());
+    }
+
+    private static void report(BenchOptions options, List<String> workloads, int records, double warmS, int measureS,
+                               int threads, Map<String, List<Phase>> results, Map<String, String> mechanisms,
+                               Report report) {
+        List<Row> rows = new ArrayList<>();
+        for (String metric : List.of("ops_per_s", "p50_us", "p99_us")) {
+            for (Map.Entry<String, List<Phase>> e : results.entrySet()) {
+                String[] k = e.getKey().split("/");
+                java.util.function.ToDoubleFunction<Phase> f = switch (metric) {
+                    case "ops_per_s" -> Phase::opsPerS;
+                    case "p50_us" -> Phase::p50Us;
+                    default -> Phase::p99Us;
+                };
+                rows.add(spread(results, e.getKey(), f).row("YCSB", k[0], "workload-" + k[3],
+                    workloads.indexOf(k[3]), threads, metric, Row.Tags.of(k[2], k[1], null)));
             }
         }
-        for (Map.Entry<String, double[]> e : cpu.entrySet()) {
-            double[] c = e.getValue();
-            rows.add(new Row("YCSB", e.getKey(), "all", 0, threads, "server_cpu_s", c[0]));
-            rows.add(new Row("YCSB", e.getKey(), "all", 0, threads, "client_cpu_s", c[1]));
-            rows.add(new Row("YCSB", e.getKey(), "all", 0, threads, "server_cpu_s_per_mop", c[0] / c[2] * 1e6));
-        }
-        List<String> header = List.of("workload", "system", "ops/s", "p50 us", "p99 us", "operations", "failed",
-            "vs redis");
+        List<String> header = List.of("persistence", "cpu", "workload", "system", "ops/s", "p50 us", "p99 us",
+            "operations", "failed", "vs redis");
         List<List<String>> body = new ArrayList<>();
-        for (String w : workloads) {
-            Phase redis = results.get("redis/" + w);
-            for (String system : SYSTEMS) {
-                Phase p = results.get(system + "/" + w);
-                if (p != null) {
-                    body.add(List.of(w, system, E1RoundTrips.fmt(p.opsPerS()), num(p.p50Us()), num(p.p99Us()),
-                        Long.toString(p.operations()), Long.toString(p.failed()),
-                        redis == null ? "-" : E1RoundTrips.ratio(p.opsPerS(), redis.opsPerS())));
+        List<String> cpuHeader = List.of("persistence", "cpu", "system", "server CPU s", "client CPU s", "operations",
+            "server CPU s / M ops", "client CPU s / M ops", "ops/s vs redis (geomean)");
+        List<List<String>> cpuBody = new ArrayList<>();
+        for (BenchOptions.Persistence pairing : options.persistence()) {
+            String pl = pairing.label();
+            for (CpuState.Mode mode : options.cpuModes()) {
+                String ml = mode.label();
+                for (String w : workloads) {
+                    Spread redis = spread(results, key("redis", pl, ml, w), Phase::opsPerS);
+                    for (String system : SYSTEMS) {
+                        String k = key(system, pl, ml, w);
+                        List<Phase> ps = results.get(k);
+                        if (ps == null) {
+                            continue;
+                        }
+                        Spread ops = spread(results, k, Phase::opsPerS);
+                        body.add(List.of(pl, ml, w, system, ops.format(E1RoundTrips::fmt),
+                            num(spread(results, k, Phase::p50Us).median()),
+                            num(spread(results, k, Phase::p99Us).median()),
+                            Long.toString(ps.stream().mapToLong(Phase::operations).sum()),
+                            Long.toString(ps.stream().mapToLong(Phase::failed).sum()),
+                            redis.n() == 0 ? "-" : E1RoundTrips.ratio(ops.median(), redis.median())));
+                    }
+                }
+                for (String system : SYSTEMS) {
+                    double server = 0;
+                    double client = 0;
+                    long ops = 0;
+                    double logSum = 0;
+                    int n = 0;
+                    for (String w : workloads) {
+                        List<Phase> ps = results.getOrDefault(key(system, pl, ml, w), List.of());
+                        for (Phase p : ps) {
+                            server += p.serverCpuS();
+                            client += p.clientCpuS();
+                            ops += p.operations();
+                        }
+                        Spread a = spread(results, key(system, pl, ml, w), Phase::opsPerS);
+                        Spread b = spread(results, key("redis", pl, ml, w), Phase::opsPerS);
+                        if (a.n() > 0 && b.n() > 0) {
+                            logSum += Math.log(a.median() / b.median());
+                            n++;
+                        }
+                    }
+                    if (ops == 0) {
+                        continue;
+                    }
+                    Row.Tags tags = Row.Tags.of(ml, pl, null);
+                    rows.add(new Row("YCSB", system, "all", 0, threads, "server_cpu_s", server).with(tags));
+                    rows.add(new Row("YCSB", system, "all", 0, threads, "client_cpu_s", client).with(tags));
+                    rows.add(new Row("YCSB", system, "all", 0, threads, "server_cpu_s_per_mop", server / ops * 1e6)
+                        .with(tags));
+                    cpuBody.add(List.of(pl, ml, system, num(server), num(client), Long.toString(ops),
+                        num(server / ops * 1e6), num(client / ops * 1e6),
+                        n == 0 ? "-" : String.format(Locale.ROOT, "%.2fx", Math.exp(logSum / n))));
                 }
             }
-        }
-        List<String> cpuHeader = List.of("system", "server CPU s", "client CPU s", "operations",
-            "server CPU s / M ops", "client CPU s / M ops");
-        List<List<String>> cpuBody = new ArrayList<>();
-        for (Map.Entry<String, double[]> e : cpu.entrySet()) {
-            double[] c = e.getValue();
-            cpuBody.add(List.of(e.getKey(), num(c[0]), num(c[1]), String.format(Locale.ROOT, "%.0f", c[2]),
-                num(c[0] / c[2] * 1e6), num(c[1] / c[2] * 1e6)));
         }
         String notes = String.format(Locale.ROOT, "YCSB 0.17.0 site.ycsb.Client, CoreWorkload, %d records of 10 fields x"
-                + " 100 B stored as hashes, up to %d operations or %d s per workload, %d client thread(s), each system on its own"
-                + " fresh server (rdmastore with --fsync everysec; ucx server --ucx-idle spin; Redis without"
-                + " persistence). Workload E skipped: %s. Client CPU is each YCSB JVM's whole life (start-up and JIT"
-                + " included), so compare it between systems, not to the server's.%n%nCPU cost:%n%n%s", records,
-            operations, RUN_SECONDS, threads, YcsbRdmaStoreDb.SCAN_UNSUPPORTED, Report.table(cpuHeader, cpuBody));
+                + " 100 B stored as hashes, %d client thread(s). Each workload runs in a YCSB JVM of its own: first "
+                + "%.1f s of the same workload's transactions in that JVM, unmeasured (YCSB's measurements reset "
+                + "after), then %d s measured by YCSB (maxexecutiontime; operationcount unbounded), repeated %d "
+                + "time(s) per CPU mode against the same server process; ops/s is the median with the range "
+                + "(min-max) of the repeats, ratios are of medians. CPU modes: %s. Persistence pairings: %s. The ucx "
+                + "server runs --ucx-idle spin. Workload E skipped: %s. CPU is over the measured runs only: the "
+                + "server's from /proc between the child's start of measurement and its summary, the client's the "
+                + "YCSB JVM's CPU after its warm-up (its summary export included).%n%nCPU cost:%n%n%s",
+            records, threads, warmS, measureS, options.repeats(), E2Latency.describe(options.cpuModes(), mechanisms),
+            String.join("; ", options.persistence().stream().map(p -> p.label() + " = " + p.describe()).toList()),
+            YcsbRdmaStoreDb.SCAN_UNSUPPORTED, Report.table(cpuHeader, cpuBody));
         System.out.println();
         System.out.print(Report.plain(header, body));
         System.out.print(Report.plain(cpuHeader, cpuBody));
         report.add("YCSB", "YCSB core workloads (ops/s; failed must be 0)", Report.table(header, body), notes, rows);
-        if (!errors.isEmpty()) {
-            throw new IllegalStateException("YCSB: failed operations: " + String.join("; ", errors));
-        }
     }
 
     private static void check(String system, String workload, Phase p, List<String> errors) {
@@ -171,18 +253,37 @@ public final class YcsbWorkloads implements Experiment {
         return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, v >= 100 ? "%.0f" : "%.2f", v);
     }
 
-    /** Runs one YCSB phase in a child JVM and parses its summary. */
+    /** Runs one YCSB load in a child JVM (no warm-up) and parses its summary. */
     static Phase phase(boolean load, String workload, int records, int operations, int threads, List<String> dbArgs)
         throws IOException, InterruptedException {
+        return phase(load, workload, records, operations, 0, load ? PHASE_TIMEOUT_S - 30 : RUN_SECONDS, threads,
+            dbArgs, () -> Double.NaN);
+    }
+
+    /**
+     * Runs one workload in a child JVM: {@code warmS} seconds unmeasured, then {@code measureS} seconds measured; the
+     * server's CPU ({@code serverCpu}) is read as the child starts measuring and as it prints its summary.
+     */
+    static Phase phase(String workload, int records, double warmS, int measureS, int threads, List<String> dbArgs,
+                       java.util.function.DoubleSupplier serverCpu) throws IOException, InterruptedException {
+        return phase(false, workload, records, Integer.MAX_VALUE, warmS, measureS, threads, dbArgs, serverCpu);
+    }
+
+    private static Phase phase(boolean load, String workload, int records, int operations, double warmS,
+                               long maxSeconds, int threads, List<String> dbArgs,
+                               java.util.function.DoubleSupplier serverCpu) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("--sun-misc-unsafe-memory-access=allow");
         cmd.add("-Xmx512m");
-        cmd.add("-XX:TieredStopAtLevel=" + (operations < 5000 ? "1" : "4"));
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(YcsbChildMain.class.getName());
+        if (warmS > 0) {
+            cmd.add("--warmup-seconds");
+            cmd.add(Double.toString(warmS));
+        }
         cmd.add(load ? "-load" : "-t");
         cmd.addAll(dbArgs);
         cmd.addAll(List.of("-threads", Integer.toString(threads)));
@@ -190,7 +291,7 @@ public final class YcsbWorkloads implements Experiment {
             "recordcount=" + records, "operationcount=" + operations, "readallfields=true",
             "hdrhistogram.percentiles=50,99",
             // runs stop at whichever comes first, the count or the time, so a full YCSB stays near 3 minutes
-            "maxexecutiontime=" + (load ? PHASE_TIMEOUT_S - 30 : RUN_SECONDS)));
+            "maxexecutiontime=" + maxSeconds));
         props.addAll(List.of(WORKLOADS.get(workload).split(" ")));
         for (String p : props) {
             cmd.add("-p");
@@ -200,11 +301,17 @@ public final class YcsbWorkloads implements Experiment {
         pb.environment().put("UCX_ERROR_SIGNALS", "");
         Process proc = pb.start();
         List<String> out = new ArrayList<>();
+        double[] cpuMarks = {Double.NaN, Double.NaN};
         Thread reader = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(proc.getInputStream(),
                 StandardCharsets.UTF_8))) {
                 String line;
                 while ((line = r.readLine()) != null) {
+                    if (line.equals("MEASURE_START")) {
+                        cpuMarks[0] = serverCpu.getAsDouble();
+                    } else if (line.startsWith("[OVERALL], RunTime") && Double.isNaN(cpuMarks[1])) {
+                        cpuMarks[1] = serverCpu.getAsDouble();
+                    }
                     synchronized (out) {
                         out.add(line);
                     }
@@ -229,7 +336,7 @@ public final class YcsbWorkloads implements Experiment {
             throw new IllegalStateException("YCSB " + (load ? "load" : "workload " + workload) + " exited with "
                 + proc.exitValue() + ":\n" + tail(lines));
         }
-        Phase phase = parse(lines, load ? "INSERT" : "READ");
+        Phase phase = parse(lines, load ? "INSERT" : "READ").withServerCpu(cpuMarks[1] - cpuMarks[0]);
         if (phase.operations() == 0) {
             throw new IllegalStateException("YCSB " + (load ? "load" : "workload " + workload) + " completed no"
                 + " operation:\n" + tail(lines));
@@ -247,12 +354,17 @@ public final class YcsbWorkloads implements Experiment {
         double p50 = Double.NaN;
         double p99 = Double.NaN;
         double cpu = Double.NaN;
+        double warmCpu = 0;
         long operations = 0;
         long failed = 0;
         StringBuilder failures = new StringBuilder();
         for (String line : lines) {
             if (line.startsWith("CPU_SECONDS ")) {
                 cpu = Double.parseDouble(line.substring(12).trim());
+                continue;
+            }
+            if (line.startsWith("WARM_CPU_SECONDS ")) {
+                warmCpu = Double.parseDouble(line.substring(17).trim());
                 continue;
             }
             if (!line.startsWith("[")) {
@@ -287,6 +399,6 @@ public final class YcsbWorkloads implements Experiment {
         if (Double.isNaN(ops)) {
             throw new IllegalStateException("YCSB printed no throughput:\n" + tail(lines));
         }
-        return new Phase(ops, p50, p99, operations, failed, cpu, failures.toString().trim());
+        return new Phase(ops, p50, p99, operations, failed, cpu - warmCpu, failures.toString().trim());
     }
 }
