@@ -574,18 +574,35 @@ final class ClientCore implements AutoCloseable {
             // blocks on the future, leaving the core to the carrier's I/O thread.
             long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.SECONDS.toNanos(1);
             int idle = 0;
-            while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < TCP_SPIN_ROUNDS)) {
-                if (s.driven && idle >= SPIN_ROUNDS + YIELD_ROUNDS) {
-                    // A slow reply: block on the call itself instead of parking a fixed time. The transport's agent
-                    // completes it when the reply lands (over ucx on one host the server rings the agent's doorbell),
-                    // which wakes this thread at once; it drives the worker itself again at least every millisecond.
-                    if (!awaitBriefly(call)) {
-                        break;
+            boolean polling = false;
+            try {
+                while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < TCP_SPIN_ROUNDS)) {
+                    if (s.driven && idle >= SPIN_ROUNDS + YIELD_ROUNDS) {
+                        // A slow reply: block on the call itself instead of parking a fixed time. The transport's
+                        // agent completes it when the reply lands (over ucx on one host the server rings the agent's
+                        // doorbell once no thread polls), which wakes this thread at once; it polls again at least
+                        // every millisecond.
+                        if (polling) {
+                            polling = false;
+                            polling(false);
+                            driveTransports();
+                        }
+                        if (call.isDone() || !awaitBriefly(call)) {
+                            break;
+                        }
+                        idle = driveTransports() > 0 ? 0 : idle;
+                        continue;
                     }
-                    idle = driveTransports() > 0 ? 0 : idle;
-                    continue;
+                    if (s.driven && !polling) {
+                        polling = true;
+                        polling(true);
+                    }
+                    idle = idle(idle, s.driven ? driveTransports() : 0);
                 }
-                idle = idle(idle, s.driven ? driveTransports() : 0);
+            } finally {
+                if (polling) {
+                    polling(false);
+                }
             }
         }
         try {
@@ -600,6 +617,13 @@ final class ClientCore implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new RdmaStoreException("interrupted while waiting for " + ProtocolDescriptor.opcodeName(call.opcode),
                 e);
+        }
+    }
+
+    /** Tells the transports this thread starts or stops polling them while it waits ({@link Transport#polling}). */
+    private void polling(boolean active) {
+        for (Transport t : transports) {
+            t.polling(active);
         }
     }
 

@@ -27,6 +27,15 @@ public interface Transport extends AutoCloseable {
         return 0;
     }
 
+    /**
+     * A hint from a thread that waits for a reply: {@code true} when it starts calling {@link #doWork()} in a loop
+     * while it waits, {@code false} when it stops (to block until the reply is delivered). Calls are paired per thread.
+     * A provider whose own thread sleeps between messages may then leave peers' messages to the polling thread instead
+     * of being woken for each, and must be woken again once no thread polls. Default: nothing.
+     */
+    default void polling(boolean active) {
+    }
+
     @Override
     void close();
 }

@@ -277,6 +277,10 @@ public final class UcxTransport implements UpgradeTransport {
     private final AdaptiveIdle adaptive;
     /** How peers on this host wake the sleeping agent (adaptive strategies; null: the agent parks instead). */
     private Doorbell doorbell;
+    /** Threads polling the worker while they wait for a reply ({@link #polling(boolean)}). */
+    private final java.util.concurrent.atomic.AtomicInteger pollers = new java.util.concurrent.atomic.AtomicInteger();
+    /** The agent sleeps (or is about to), whether or not its flag asks peers to ring. */
+    private volatile boolean sleeping;
     /** The agent's sleeps, and how many a ring ended rather than the time-out (for tests). */
     private final java.util.concurrent.atomic.AtomicLong sleeps = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong eventWakes = new java.util.concurrent.atomic.AtomicLong();
@@ -918,8 +922,29 @@ public final class UcxTransport implements UpgradeTransport {
     }
 
     /**
-     * The agent's sleep: mark it asleep (peers that put a frame now ring the doorbell), look at the rings and commands
-     * once more, then wait for a ring (or park, without a doorbell) for at most 1 ms.
+     * A thread starts ({@code true}) or stops polling the worker while it waits for a reply. While one polls, the
+     * sleeping agent does not ask peers to ring (each ring would cost the peer a system call and wake a thread for a
+     * message the poller finds anyway); when the last stops, the flag is raised again if the agent sleeps, and the
+     * caller should poll once more before it blocks (a frame may have landed before the flag).
+     */
+    @Override
+    public void polling(boolean active) {
+        Doorbell bell = doorbell;
+        if (bell == null) {
+            return;
+        }
+        if (active) {
+            pollers.incrementAndGet();
+            bell.asleep(false);
+        } else if (pollers.decrementAndGet() == 0 && sleeping) {
+            bell.asleep(true);
+        }
+    }
+
+    /**
+     * The agent's sleep: mark it asleep (peers that put a frame now ring the doorbell, unless a waiting thread polls
+     * the worker), look at the rings and commands once more, then wait for a ring (or park, without a doorbell) for
+     * at most 1 ms.
      */
     private void sleep() {
         if (!invokerLock.tryLock()) {
@@ -931,7 +956,8 @@ public final class UcxTransport implements UpgradeTransport {
         boolean idle;
         try {
             parked = true;
-            if (bell != null) {
+            sleeping = true;
+            if (bell != null && pollers.get() == 0) {
                 bell.asleep(true);
             }
             idle = commands.isEmpty() && dutyCycle() == 0;
@@ -948,6 +974,7 @@ public final class UcxTransport implements UpgradeTransport {
                 LockSupport.parkNanos(1_000_000);
             }
         }
+        sleeping = false;
         if (bell != null) {
             bell.asleep(false);
         }

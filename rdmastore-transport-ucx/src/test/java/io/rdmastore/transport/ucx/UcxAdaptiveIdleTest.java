@@ -92,4 +92,38 @@ class UcxAdaptiveIdleTest {
             }
         }
     }
+
+    /**
+     * While a waiting thread polls the worker itself, the sleeping agent does not ask peers to ring (the poller finds
+     * their frames); once the last poller stops, it asks again.
+     */
+    @Test
+    @Timeout(30)
+    void aPollingThreadSilencesTheDoorbellUntilItStops() throws Exception {
+        try (UcxTransport t = new UcxTransport(new UcxTransport.Context().idleStrategy("light").tls("posix,cma,self")
+                 .memoryBudget(4 << 20).maxConnections(1))) {
+            assertTrue(t.hasDoorbell());
+            awaitAsleep(t, true);
+            t.polling(true);
+            t.polling(true);
+            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(30);
+            while (System.nanoTime() < until) {
+                // the agent wakes every millisecond and sleeps again: never with its flag raised while polled
+                assertTrue(!t.agentAsleep(), "a ring was asked for while a thread polls");
+                Thread.sleep(1);
+            }
+            t.polling(false);
+            assertTrue(!t.agentAsleep(), "one thread still polls");
+            t.polling(false);
+            awaitAsleep(t, true);
+        }
+    }
+
+    private static void awaitAsleep(UcxTransport t, boolean asleep) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (t.agentAsleep() != asleep) {
+            assertTrue(System.nanoTime() < deadline, "the agent's flag did not become " + asleep);
+            Thread.sleep(1);
+        }
+    }
 }
