@@ -116,7 +116,7 @@ public final class UcxTransport implements UpgradeTransport {
 
         /**
          * {@code adaptive} (default: spin while messages keep coming, for a window that follows the measured gaps
-         * between them, then sleep on the worker's event descriptor until one arrives), {@code light} (the same with a
+         * between them, then sleep on a doorbell peers ring when they send), {@code light} (the same with a
          * short window, for clients), {@code backoff} (spin, yield, then park up to 1 ms), {@code spin}, {@code yield}.
          */
         public Context idleStrategy(String value) {
