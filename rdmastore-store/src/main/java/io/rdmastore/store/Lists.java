@@ -2,7 +2,6 @@ package io.rdmastore.store;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -119,7 +118,7 @@ public final class Lists {
             int from = i;
             long bytes = 0;
             while (i < size && bytes < chunkBytes) {
-                bytes += e.list.get(i++).length + 4;
+                bytes += e.list.lengthAt(i++) + 4;
             }
             if (first) {
                 f.op(LogDescriptor.OP_LIST_REPLACE).putBytes(k.bytes).putLong(e.expireAt);
@@ -174,7 +173,7 @@ public final class Lists {
             int n = (int) Math.min(count, e.list.size());
             List<byte[]> out = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
-                out.add(e.list.get(left ? i : e.list.size() - 1 - i).clone());
+                out.add(e.list.get(left ? i : e.list.size() - 1 - i));
             }
             if (n > 0) {
                 f.op(LogDescriptor.OP_LIST_POP).putBytes(k.bytes).put((byte) (left ? 1 : 0)).putInt(n);
@@ -215,7 +214,7 @@ public final class Lists {
             }
             List<byte[]> out = new ArrayList<>(r[1] - r[0] + 1);
             for (int i = r[0]; i <= r[1]; i++) {
-                out.add(e.list.get(i).clone());
+                out.add(e.list.get(i));
             }
             return out;
         });
@@ -229,7 +228,7 @@ public final class Lists {
                 return null;
             }
             long i = index < 0 ? e.list.size() + index : index;
-            return i < 0 || i >= e.list.size() ? null : e.list.get((int) i).clone();
+            return i < 0 || i >= e.list.size() ? null : e.list.get((int) i);
         });
     }
 
@@ -291,7 +290,7 @@ public final class Lists {
             long limit = count == 0 ? Long.MAX_VALUE : Math.abs(count);
             for (int n = 0; n < size && removed < limit; n++) {
                 int i = count < 0 ? size - 1 - n : n;
-                if (Arrays.equals(e.list.get(i), value)) {
+                if (e.list.equalsAt(i, value)) {
                     drop[i] = true;
                     removed++;
                 }
@@ -319,7 +318,7 @@ public final class Lists {
             }
             int size = e.list.size();
             for (int i = 0; i < size; i++) {
-                if (Arrays.equals(e.list.get(i), pivot)) {
+                if (e.list.equalsAt(i, pivot)) {
                     List<byte[]> items = new ArrayList<>(e.list.range(0, size - 1));
                     items.add(before ? i : i + 1, value);
                     replace(f, k, e, items);
@@ -346,7 +345,7 @@ public final class Lists {
             long limit = count == 0 ? Long.MAX_VALUE : count;
             for (int n = 0; n < size && (maxLen == 0 || n < maxLen) && out.size() < limit; n++) {
                 int i = rank < 0 ? size - 1 - n : n;
-                if (Arrays.equals(e.list.get(i), value)) {
+                if (e.list.equalsAt(i, value)) {
                     if (skip > 0) {
                         skip--;
                     } else {
@@ -393,7 +392,7 @@ public final class Lists {
             f.op(LogDescriptor.OP_LIST_POP).putBytes(ks[0].bytes).put((byte) (fromLeft ? 1 : 0)).putInt(1);
             f.op(LogDescriptor.OP_LIST_PUSH).putBytes(ks[1].bytes).put((byte) (toLeft ? 1 : 0)).putInt(1)
                 .putBytes(v);
-            return v.clone();
+            return v;
         });
     }
 }

@@ -45,6 +45,10 @@ final class ValueList {
             return Arrays.copyOfRange(data, start(k), ends[k]);
         }
 
+        boolean equals(int k, byte[] v) {
+            return Arrays.equals(data, start(k), ends[k], v, 0, v.length);
+        }
+
         void insert(int k, byte[] v) {
             int n = v.length;
             int end = end();
@@ -111,6 +115,19 @@ final class ValueList {
     byte[] get(int i) {
         Chunk c = locate(i);
         return c.get(i - cursorBase);
+    }
+
+    /** Whether element {@code i} equals {@code v}, without copying it out. */
+    boolean equalsAt(int i, byte[] v) {
+        Chunk c = locate(i);
+        return c.equals(i - cursorBase, v);
+    }
+
+    /** The length of element {@code i}, without copying it out. */
+    int lengthAt(int i) {
+        Chunk c = locate(i);
+        int k = i - cursorBase;
+        return c.ends[k] - c.start(k);
     }
 
     void set(int i, byte[] v) {

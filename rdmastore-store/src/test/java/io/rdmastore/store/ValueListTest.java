@@ -3,6 +3,7 @@ package io.rdmastore.store;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 
@@ -47,6 +48,9 @@ class ValueListTest {
             } else if (!model.isEmpty()) {
                 int i = rnd.nextInt(model.size());
                 assertArrayEquals(model.get(i), list.get(i), "element " + i);
+                assertEquals(model.get(i).length, list.lengthAt(i));
+                assertEquals(true, list.equalsAt(i, model.get(i)));
+                assertEquals(false, list.equalsAt(i, Arrays.copyOf(model.get(i), model.get(i).length + 1)));
             }
             assertEquals(model.size(), list.size());
             if (step % 5_000 == 0 && !model.isEmpty()) {
