@@ -102,11 +102,13 @@ final class Doorbell implements AutoCloseable {
         this.memfd = memfd;
         this.name = name;
         this.flag = flag;
-        this.pollFd = Arena.global().allocate(8, 4);
+        // freed with this object: clients make a transport (and a doorbell) per client, so nothing global
+        Arena arena = Arena.ofAuto();
+        this.pollFd = arena.allocate(8, 4);
         pollFd.set(ValueLayout.JAVA_INT, 0, socket);
         pollFd.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
-        this.scratch = Arena.global().allocate(64);
-        this.selfAddress = Arena.global().allocate(110);
+        this.scratch = arena.allocate(64);
+        this.selfAddress = arena.allocate(110);
         this.selfAddressLength = sockaddr(selfAddress, name);
     }
 
