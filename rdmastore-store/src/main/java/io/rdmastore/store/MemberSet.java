@@ -30,10 +30,9 @@ final class MemberSet {
     }
 
     boolean add(Key k) {
-        if (index.containsKey(k)) {
+        if (index.putIfAbsent(k, items.size()) != MISSING) {
             return false;
         }
-        index.put(k, items.size());
         items.add(k);
         return true;
     }
