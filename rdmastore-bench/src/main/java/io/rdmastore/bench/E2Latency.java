@@ -139,6 +139,14 @@ public final class E2Latency implements Experiment {
                     + client.transport() + " (" + client.transportReason() + ")");
             }
             String system = "rdmastore-" + transport;
+            for (int size : plan.sizes()) {
+                // one untimed lap over every cell first: otherwise the first cell measured pays for the JIT
+                byte[] key = ("e2:" + size).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                byte[] value = value(size);
+                for (String op : OPS) {
+                    warm(call(client, system, op, key, value), plan.warmNanos());
+                }
+            }
             for (CpuState.Mode mode : plan.modes()) {
                 for (int r = 0; r < plan.repeats(); r++) {
                     for (int size : plan.sizes()) {
@@ -149,18 +157,7 @@ public final class E2Latency implements Experiment {
                                 + "-byte value it stored");
                         }
                         for (String op : OPS) {
-                            Call call = op.equals("get") ? () -> {
-                                byte[] v = client.get(key);
-                                if (v == null || v.length != size) {
-                                    throw new IllegalStateException("E2: " + system + " GET returned "
-                                        + (v == null ? "null" : v.length + " bytes") + " for a " + size
-                                        + "-byte value");
-                                }
-                            } : () -> {
-                                if (!client.set(key, value)) {
-                                    throw new IllegalStateException("E2: " + system + " SET was not written");
-                                }
-                            };
+                            Call call = call(client, system, op, key, value);
                             Histogram h;
                             Map<String, Long> before;
                             Map<String, Long> after;
@@ -203,6 +200,15 @@ public final class E2Latency implements Experiment {
     private static void redis(RedisServer server, BenchOptions.Persistence pairing, Plan plan, List<Result> out,
                               Map<String, String> mechanisms, Progress progress) throws Exception {
         try (E2Resp client = new E2Resp(server.port())) {
+            for (int size : plan.sizes()) {
+                // the same untimed lap over every cell as rdmastore gets
+                byte[] key = ("e2:" + size).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                byte[] value = value(size);
+                client.set(key, value);
+                for (String op : OPS) {
+                    warm(call(client, op, key, value), plan.warmNanos());
+                }
+            }
             for (CpuState.Mode mode : plan.modes()) {
                 for (int r = 0; r < plan.repeats(); r++) {
                     for (int size : plan.sizes()) {
@@ -214,15 +220,7 @@ public final class E2Latency implements Experiment {
                                 + "-byte value it stored");
                         }
                         for (String op : OPS) {
-                            // GET reads each value into a new array of its length, as rdmastore's client does
-                            Call call = op.equals("get") ? () -> {
-                                byte[] v = client.getValue(key);
-                                if (v == null || v.length != size) {
-                                    throw new IllegalStateException("E2: redis GET returned "
-                                        + (v == null ? "null" : v.length + " bytes") + " for a " + size
-                                        + "-byte value");
-                                }
-                            } : () -> client.set(key, value);
+                            Call call = call(client, op, key, value);
                             Histogram h;
                             double cpu;
                             try (CpuState.Guard g = CpuState.enter(mode, plan.warmNanos() + plan.measureNanos()
@@ -243,6 +241,34 @@ public final class E2Latency implements Experiment {
                 }
             }
         }
+    }
+
+    /** One GET or SET of {@code key} on rdmastore, checking the answer. */
+    private static Call call(RdmaStoreClient client, String system, String op, byte[] key, byte[] value) {
+        int size = value.length;
+        return op.equals("get") ? () -> {
+            byte[] v = client.get(key);
+            if (v == null || v.length != size) {
+                throw new IllegalStateException("E2: " + system + " GET returned "
+                    + (v == null ? "null" : v.length + " bytes") + " for a " + size + "-byte value");
+            }
+        } : () -> {
+            if (!client.set(key, value)) {
+                throw new IllegalStateException("E2: " + system + " SET was not written");
+            }
+        };
+    }
+
+    /** One GET or SET of {@code key} on Redis; GET reads each value into a new array, as rdmastore's client does. */
+    private static Call call(E2Resp client, String op, byte[] key, byte[] value) {
+        int size = value.length;
+        return op.equals("get") ? () -> {
+            byte[] v = client.getValue(key);
+            if (v == null || v.length != size) {
+                throw new IllegalStateException("E2: redis GET returned "
+                    + (v == null ? "null" : v.length + " bytes") + " for a " + size + "-byte value");
+            }
+        } : () -> client.set(key, value);
     }
 
     static byte[] value(int size) {
@@ -420,7 +446,8 @@ public final class E2Latency implements Experiment {
     private static String notes(Map<String, List<Result>> cells, BenchOptions options, Plan plan, boolean redis,
                                 Map<String, String> mechanisms) {
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format(Locale.ROOT, "One client thread, one request in flight. Each cell: %.2f s warm-up, "
+        sb.append(String.format(Locale.ROOT, "One client thread, one request in flight. Each system first runs "
+                + "every cell once untimed (the JIT's warm-up); then each cell: %.2f s warm-up, "
                 + "then %.2f s measured, on the same connection to the same server process, repeated %d time(s); "
                 + "figures are the median with the range (min-max) of the repeats in brackets, ratios are of medians. "
                 + "CPU modes: %s. Persistence pairings: %s. Both clients read values the same way: every GET "
