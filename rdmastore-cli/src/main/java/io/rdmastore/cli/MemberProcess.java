@@ -154,6 +154,50 @@ final class MemberProcess {
         }
     }
 
+    /** SIGSTOP: the process stays, frozen (sockets open, nothing answered) until {@link #resume}. */
+    synchronized void pause() {
+        signal("STOP");
+    }
+
+    /** SIGCONT after {@link #pause}. */
+    synchronized void resume() {
+        signal("CONT");
+    }
+
+    private void signal(String name) {
+        if (process == null || !process.isAlive()) {
+            throw new IllegalStateException(id + " is not running: cannot send SIG" + name);
+        }
+        try {
+            Process k = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+            if (!k.waitFor(10, TimeUnit.SECONDS) || k.exitValue() != 0) {
+                throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot signal member " + id, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted signalling member " + id, e);
+        }
+    }
+
+    /** Deletes its data directory (it must not be running): its next start begins empty and resyncs. */
+    synchronized void wipe() {
+        if (isAlive()) {
+            throw new IllegalStateException(id + " is running: stop it before wiping its data");
+        }
+        if (!Files.exists(dataDir)) {
+            return;
+        }
+        try (var paths = Files.walk(dataDir)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot wipe " + dataDir, e);
+        }
+    }
+
     /** Sends SIGTERM (a graceful stop) without waiting; {@link #awaitExit} waits. */
     synchronized void terminate() {
         if (process != null && process.isAlive()) {

@@ -23,7 +23,10 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A reshard survives SIGKILL of the source's primary (round 1) and of the target's primary (round 2) mid-migration.
+ * A reshard survives, mid-migration: SIGKILL of the source's primary (round 1) and of the target's primary (round 2),
+ * SIGSTOP of the source's primary long enough for its set to elect another, then SIGCONT (round 3: the deposed
+ * primary comes back believing it leads, possibly inside a MIGRATE), and SIGKILL of a target secondary whose data is
+ * then wiped, so it restarts empty and resyncs while keys keep arriving (round 4).
  * Two shards of three member processes each on loopback; two writers keep doing SET (unique values) and INCR on keys
  * of the migrating slots, each write followed by {@code WAIT 1} on the same connection, so a write counts as
  * acknowledged only once a majority of its shard holds it. {@code cluster reshard} runs while they write; the primary
@@ -33,11 +36,22 @@ import org.junit.jupiter.api.io.TempDir;
  * increments, and the old owner holds no key of a moved slot. Finally a key is deleted behind the checker's back to
  * see that it reports it.
  */
-@Timeout(value = 240, unit = TimeUnit.SECONDS)
+@Timeout(value = 360, unit = TimeUnit.SECONDS)
 class ClusterReshardFaultTest {
     /** Each round moves this many of s1's highest slots to s2. */
-    private static final int SLOTS_PER_ROUND = 48;
-    private static final int FIRST_MOVED = 8192 - 2 * SLOTS_PER_ROUND;
+    private static final int SLOTS_PER_ROUND = 40;
+    private static final int ROUNDS = 4;
+    private static final int FIRST_MOVED = 8192 - ROUNDS * SLOTS_PER_ROUND;
+
+    /** What a round does to its victim while the reshard moves keys. */
+    private enum Fault {
+        /** SIGKILL the shard's primary, restart it. */
+        KILL_PRIMARY,
+        /** SIGSTOP the shard's primary past an election, then SIGCONT it. */
+        STOP_PRIMARY,
+        /** SIGKILL a secondary of the shard, delete its data, restart it empty. */
+        WIPE_SECONDARY
+    }
 
     @TempDir
     Path dir;
@@ -49,7 +63,7 @@ class ClusterReshardFaultTest {
     }
 
     @Test
-    void reshardSurvivesSigkillOfTheSourceAndOfTheTargetPrimary() throws Exception {
+    void reshardSurvivesKilledStoppedAndWipedMembers() throws Exception {
         long t0 = System.nanoTime();
         List<Integer> ports = MemberProcess.freePorts(6, io.rdmastore.server.replication.ReplicaSetConfig
             .DEFAULT_RAFT_PORT_OFFSET);
@@ -133,8 +147,10 @@ class ClusterReshardFaultTest {
             writers.add(t);
         }
         try {
-            round(t0, h, "s1", 8192 - SLOTS_PER_ROUND);
-            round(t0, h, "s2", FIRST_MOVED);
+            round(t0, h, Fault.KILL_PRIMARY, "s1", 8192 - SLOTS_PER_ROUND);
+            round(t0, h, Fault.KILL_PRIMARY, "s2", 8192 - 2 * SLOTS_PER_ROUND);
+            round(t0, h, Fault.STOP_PRIMARY, "s1", 8192 - 3 * SLOTS_PER_ROUND);
+            round(t0, h, Fault.WIPE_SECONDARY, "s2", FIRST_MOVED);
         } finally {
             stop.set(true);
             for (Thread t : writers) {
@@ -161,6 +177,22 @@ class ClusterReshardFaultTest {
         assertEquals(List.of(), problems, "the checker found lost or duplicated writes");
         log(t0, "checker: every acknowledged write is on its slot's owner, no key on two shards");
 
+        // every member of s2, the wiped one included, converges on its primary's keys of the moved slots
+        long expected = movedKeys(primaryOf("s2"), FIRST_MOVED, ROUNDS * SLOTS_PER_ROUND);
+        for (MemberProcess m : members) {
+            if (!m.id().startsWith("s2-")) {
+                continue;
+            }
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            long held = movedKeys(m, FIRST_MOVED, ROUNDS * SLOTS_PER_ROUND);
+            while (held != expected && System.nanoTime() - until < 0) {
+                Thread.sleep(200);
+                held = movedKeys(m, FIRST_MOVED, ROUNDS * SLOTS_PER_ROUND);
+            }
+            assertEquals(expected, held, m.id() + " holds the moved slots' keys as its primary does");
+        }
+        log(t0, "every member of s2 holds the " + expected + " keys of the moved slots");
+
         // the checker can fail: a key dropped behind its back is reported
         String dropped = keys.get(keys.size() / 2);
         try (RespLink owner = new RespLink(primaryOf("s2").address(), null, Duration.ofSeconds(5))) {
@@ -172,26 +204,47 @@ class ClusterReshardFaultTest {
     }
 
     /**
-     * Moves s1's slots {@code from}..{@code from + SLOTS_PER_ROUND - 1} to s2 and SIGKILLs shard {@code victim}'s
-     * primary once some of their keys are on s2; the reshard retries by itself, else is run again; the killed member
-     * is restarted.
+     * Moves s1's slots {@code from}..{@code from + SLOTS_PER_ROUND - 1} to s2 and, once some of their keys are on s2,
+     * applies {@code fault} to a member of shard {@code victim}; the reshard retries by itself, else is run again; a
+     * killed member is restarted, a stopped one resumed.
      */
-    private void round(long t0, History h, String victim, int from) throws Exception {
+    private void round(long t0, History h, Fault fault, String victim, int from) throws Exception {
         AtomicReference<Run> result = new AtomicReference<>();
         Thread reshard = new Thread(() -> result.set(Run.of(reshardArgs())), "fault-reshard");
         reshard.start();
         MemberProcess target = primaryOf("s2");
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (movedKeys(target, from) < 6 && reshard.isAlive() && System.nanoTime() - until < 0) {
+        while (movedKeys(target, from, SLOTS_PER_ROUND) < 5 && reshard.isAlive() && System.nanoTime() - until < 0) {
             Thread.sleep(20);
         }
         MemberProcess primary = primaryOf(victim);
-        long moved = movedKeys(target, from);
-        assertTrue(reshard.isAlive(), "the reshard was still moving keys when the primary was killed: "
-            + result.get());
-        primary.kill();
-        log(t0, "SIGKILL " + primary.id() + " (primary of " + victim + ", the " + (victim.equals("s1") ? "source"
-            : "target") + ") with " + moved + " keys of the round on s2");
+        MemberProcess member = fault == Fault.WIPE_SECONDARY ? members.stream()
+            .filter(m -> m.id().startsWith(victim + "-") && m != primary).findFirst().orElseThrow() : primary;
+        long moved = movedKeys(target, from, SLOTS_PER_ROUND);
+        assertTrue(reshard.isAlive(), "the reshard was still moving keys when the fault came: " + result.get());
+        String role = (fault == Fault.WIPE_SECONDARY ? "a secondary" : "primary") + " of " + victim + ", the "
+            + (victim.equals("s1") ? "source" : "target");
+        switch (fault) {
+            case KILL_PRIMARY -> {
+                member.kill();
+                log(t0, "SIGKILL " + member.id() + " (" + role + ") with " + moved + " keys of the round on s2");
+            }
+            case STOP_PRIMARY -> {
+                member.pause();
+                log(t0, "SIGSTOP " + member.id() + " (" + role + ") with " + moved + " keys of the round on s2");
+                // past the election time-out (1 s) several times over: the others elect a primary meanwhile
+                Thread.sleep(5_000);
+                member.resume();
+                log(t0, "SIGCONT " + member.id() + " after 5 s");
+            }
+            case WIPE_SECONDARY -> {
+                member.kill();
+                member.wipe();
+                log(t0, "SIGKILL " + member.id() + " (" + role + ") with " + moved + " keys of the round on s2,"
+                    + " its data deleted");
+                member.launch();
+            }
+        }
         reshard.join(150_000);
         Run r = result.get();
         assertTrue(r != null, "the reshard ended");
@@ -202,9 +255,13 @@ class ClusterReshardFaultTest {
             log(t0, "reshard run again: exit " + again.exitCode() + ": " + again.out().strip().replace("\n", " | "));
             assertEquals(0, again.exitCode(), again::toString);
         }
-        primary.launch();
-        primary.awaitReady(Duration.ofSeconds(60));
-        log(t0, primary.id() + " restarted");
+        if (fault == Fault.KILL_PRIMARY) {
+            member.launch();
+        }
+        if (fault != Fault.STOP_PRIMARY) {
+            member.awaitReady(Duration.ofSeconds(60));
+            log(t0, member.id() + " restarted" + (fault == Fault.WIPE_SECONDARY ? " empty" : ""));
+        }
     }
 
     /** The same reshard each time, asked through a member that runs. */
@@ -214,11 +271,11 @@ class ClusterReshardFaultTest {
             "--slots", String.valueOf(SLOTS_PER_ROUND), "--batch", "1", "--timeout", "5s", "--retry-for", "60s"};
     }
 
-    /** How many keys of the slots {@code from}.. of this round the member holds (-1 when it does not answer). */
-    private static long movedKeys(MemberProcess m, int from) {
+    /** How many keys of slots {@code from}..{@code from + count - 1} the member holds (-1 when it does not answer). */
+    private static long movedKeys(MemberProcess m, int from, int count) {
         try (RespLink l = new RespLink(m.address(), null, Duration.ofSeconds(2))) {
             long n = 0;
-            for (int s = from; s < from + SLOTS_PER_ROUND; s++) {
+            for (int s = from; s < from + count; s++) {
                 n += (Long) l.call("CLUSTER", "COUNTKEYSINSLOT", s);
             }
             return n;
