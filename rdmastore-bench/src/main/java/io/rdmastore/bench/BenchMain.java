@@ -82,6 +82,7 @@ public final class BenchMain {
         for (String id : which) {
             Experiment e = EXPERIMENTS.get(id).get();
             System.out.println("== " + id + ": " + e.title());
+            long started = System.nanoTime();
             try {
                 e.run(options, report);
             } catch (Exception | Error x) {
@@ -90,6 +91,9 @@ public final class BenchMain {
                 x.printStackTrace();
                 report.failed(id, x);
             }
+            double seconds = (System.nanoTime() - started) / 1e9;
+            report.duration(id, seconds);
+            System.out.printf(Locale.ROOT, "== %s took %.1f min%n", id, seconds / 60);
         }
         System.out.println("report: " + report.finish());
         if (!failed.isEmpty()) {

@@ -21,6 +21,8 @@ public final class Report {
     private final StringBuilder summary = new StringBuilder();
     private final StringBuilder details = new StringBuilder();
     private final Map<String, List<Row>> results = new LinkedHashMap<>();
+    /** How long each experiment ran, in seconds, in the order run. */
+    private final Map<String, Double> durations = new LinkedHashMap<>();
 
     public Report(Path root, String command) {
         this(root, command, null);
@@ -72,11 +74,24 @@ public final class Report {
         details.append("## ").append(experiment).append(": FAILED\n\n```\n").append(cause).append("\n```\n\n");
     }
 
+    /** Records how long an experiment ran (it appears in the report's header). */
+    public void duration(String experiment, double seconds) {
+        durations.put(experiment, seconds);
+    }
+
     /** Writes report.md; returns its path. */
     public Path finish() {
         Path p = dir.resolve("report.md");
+        StringBuilder took = new StringBuilder();
+        if (!durations.isEmpty()) {
+            double total = durations.values().stream().mapToDouble(Double::doubleValue).sum();
+            took.append(String.format(java.util.Locale.ROOT, "Run time: %.1f min (", total / 60));
+            durations.forEach((e, sec) -> took.append(took.charAt(took.length() - 1) == '(' ? "" : ", ")
+                .append(String.format(java.util.Locale.ROOT, "%s %.1f", e, sec / 60)));
+            took.append(").\n\n");
+        }
         try {
-            Files.writeString(p, summary + Summary.table(results) + "\n" + details);
+            Files.writeString(p, summary.toString() + took + Summary.table(results) + "\n" + details);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
