@@ -275,7 +275,10 @@ public final class UcxTransport implements UpgradeTransport {
     private final IdleStrategy idle;
     /** The spin window of the adaptive strategies, else null. */
     private final AdaptiveIdle adaptive;
-    /** How peers on this host wake the sleeping agent (adaptive strategies; null: the agent parks instead). */
+    /**
+     * How peers on this host wake the sleeping agent (adaptive strategies sleep on it; the others only use it to ring
+     * peers), and how this side rings theirs; null: unavailable, or an invoker transport.
+     */
     private Doorbell doorbell;
     /** Threads polling the worker while they wait for a reply ({@link #polling(boolean)}). */
     private final java.util.concurrent.atomic.AtomicInteger pollers = new java.util.concurrent.atomic.AtomicInteger();
@@ -347,7 +350,10 @@ public final class UcxTransport implements UpgradeTransport {
         byte[] address = bytes(worker.getAddress());
         // the trailer (pid namespace, pid) lets a peer on this host read lent memory with process_vm_readv; peers
         // that predate it ignore trailing bytes
-        if (adaptive != null && !ctx.invoker) {
+        // Every agent gets one, not only an adaptive one that sleeps on it: ringing a sleeping peer (a client past its
+        // spin) takes this side's doorbell too, and a spinning server without one left such a client waiting for its
+        // 1 ms time-out on every slow reply. A non-adaptive agent never raises its flag, so no peer rings it.
+        if (!ctx.invoker) {
             doorbell = Doorbell.open();
             if (doorbell == null) {
                 LOG.info("ucx: no doorbell (memfd or Unix datagram sockets unavailable); an idle agent parks up to 1 ms");
@@ -808,7 +814,7 @@ public final class UcxTransport implements UpgradeTransport {
         Thread t = agent;
         if (t != null && parked) {
             Doorbell bell = doorbell;
-            if (bell != null) {
+            if (bell != null && adaptive != null) {
                 bell.ringSelf();
             } else {
                 LockSupport.unpark(t);

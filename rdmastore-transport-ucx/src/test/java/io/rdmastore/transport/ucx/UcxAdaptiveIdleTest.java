@@ -94,6 +94,59 @@ class UcxAdaptiveIdleTest {
     }
 
     /**
+     * A server whose agent spins (it never sleeps, so it needs no doorbell of its own) still rings a client whose agent
+     * sleeps: each reply here comes 2 ms after its request, long past the client's spin, and must end the client
+     * agent's sleep by a ring rather than by its 1 ms time-out. Without that, every slow reply waited for a time-out.
+     */
+    @Test
+    @Timeout(60)
+    void aSpinningServerRingsASleepingClient() throws Exception {
+        try (TcpTransport stcp = new TcpTransport(); TcpTransport ctcp = new TcpTransport();
+             UcxTransport sucx = new UcxTransport(new UcxTransport.Context().idleStrategy("spin")
+                 .tls("posix,cma,self").memoryBudget(16 << 20).maxConnections(4));
+             UcxTransport cucx = new UcxTransport(new UcxTransport.Context().idleStrategy("light")
+                 .tls("posix,cma,self").memoryBudget(16 << 20).maxConnections(4));
+             Network server = new Network(new Network.Context().carrier(stcp).upgrade(sucx));
+             Network client = new Network(new Network.Context().carrier(ctcp).upgrade(cucx))) {
+            assertTrue(sucx.isAvailable(), () -> "ucx unavailable: " + sucx.unavailabilityCause());
+            var listener = server.listen(new InetSocketAddress("127.0.0.1", 0), c -> (conn, m) -> {
+                try {
+                    Thread.sleep(2);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                if (conn.offer(m) < 0) {
+                    throw new IllegalStateException("echo offer failed");
+                }
+            });
+            BlockingQueue<byte[]> got = new ArrayBlockingQueue<>(16);
+            Connection c = client.connect(listener.localAddress(), (conn, m) -> got.add(m.toArray(ValueLayout.JAVA_BYTE)),
+                ConnectOptions.DEFAULT.withTimeout(Duration.ofSeconds(10)));
+            assertEquals("ucx", c.transportName());
+            long ringsBefore = sucx.ringsSent();
+            long[] before = cucx.sleepCounts();
+            byte[] b = new byte[64];
+            for (int i = 0; i < REQUESTS; i++) {
+                b[0] = (byte) i;
+                c.send(MemorySegment.ofArray(b), Duration.ofSeconds(5));
+                byte[] r = got.poll(10, TimeUnit.SECONDS);
+                assertNotNull(r, "no echo for request " + i);
+                assertArrayEquals(b, r);
+            }
+            long rings = sucx.ringsSent() - ringsBefore;
+            long woken = cucx.sleepCounts()[1] - before[1];
+            System.out.printf("spinning server, sleeping client: %d slow replies, the server rang %d times, %d client"
+                + " sleeps ended by a ring%n", REQUESTS, rings, woken);
+            assertTrue(rings >= REQUESTS / 2, "replies to a sleeping client must ring it: " + rings + " rings for "
+                + REQUESTS + " replies");
+            assertTrue(woken >= REQUESTS / 4, "only " + woken + " of " + REQUESTS
+                + " replies ended the client agent's sleep before its time-out");
+            c.close();
+            listener.close();
+        }
+    }
+
+    /**
      * While a waiting thread polls the worker itself, the sleeping agent does not ask peers to ring (the poller finds
      * their frames); once the last poller stops, it asks again.
      */
