@@ -399,6 +399,7 @@ final class NativeSession implements MessageHandler {
                 replicaSetConfig(id, action, member, address);
             }
             case ProtocolDescriptor.CLUSTER_MAP -> clusterMap(id, r, w);
+            case ProtocolDescriptor.MIGRATE_PULL -> migratePull(id, r);
             case ProtocolDescriptor.COMMAND, ProtocolDescriptor.COMMAND_READ -> {
                 byte[][] argv = keys(r, "argument", config.maxValueBytes());
                 r.end();
@@ -600,6 +601,41 @@ final class NativeSession implements MessageHandler {
                 Throwable cause = err.getCause() != null ? err.getCause() : err;
                 out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR replica set change failed: "
                     + cause.getMessage());
+            }
+            completeDeferred(placeholder, out.toByteArray());
+        });
+    }
+
+    /**
+     * MIGRATE_PULL (docs/cluster.md, "How keys move"): the batch is pulled and applied on a thread of its own (one-sided
+     * reads may wait on the peer; a WAIT for the set may take long); the reply keeps its place in the reply order.
+     */
+    private void migratePull(long id, WireReader r) {
+        int slot = r.i32("slot");
+        int count = r.i32("count");
+        long length = r.i64("length");
+        int crc = r.i32("crc32c");
+        byte[] descriptor = r.bytes("descriptor", 64 * 1024);
+        int waitReplicas = r.i32("waitReplicas");
+        long timeout = r.i64("timeoutMillis");
+        r.end();
+        if (timeout <= 0) {
+            throw new ProtocolException("timeout must be positive, was " + timeout);
+        }
+        io.rdmastore.server.resp.RespFace face = server.respFace();
+        Object placeholder = deferReply();
+        Thread.ofVirtual().name("rdmastore-migrate-in").start(() -> {
+            WireWriter out = new WireWriter(256);
+            try {
+                long applied = face.migration().receive(connection, slot, count, length, crc, descriptor,
+                    waitReplicas, timeout);
+                out.header(ProtocolDescriptor.STATUS_OK, id).i64(applied);
+            } catch (Exception e) {
+                Throwable t = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
+                    ? e.getCause() : e;
+                String text = String.valueOf(t.getMessage());
+                out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(text.matches("^[A-Z]+ .*") ? text
+                    : "ERR MIGRATE_PULL failed: " + text);
             }
             completeDeferred(placeholder, out.toByteArray());
         });

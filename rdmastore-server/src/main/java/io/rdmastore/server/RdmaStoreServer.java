@@ -198,7 +198,7 @@ public final class RdmaStoreServer implements AutoCloseable {
         // A pipeline member lends what it receives to the next: over a channel like a client's, with this password.
         String peerTransport = config.replicaSet() != null ? config.replicaSet().peerTransport()
             : config.transport().equals("tcp") ? "tcp" : "auto";
-        blobs.peers(address -> {
+        java.util.function.Function<String, io.rdmastore.client.PeerChannel> opener = address -> {
             int colon = address.lastIndexOf(':');
             if (colon <= 0) {
                 throw new IllegalArgumentException("member address must be host:port, was '" + address + "'");
@@ -207,7 +207,12 @@ public final class RdmaStoreServer implements AutoCloseable {
             return io.rdmastore.client.PeerChannel.open(new io.rdmastore.client.ClientConfig(
                 address.substring(0, colon), Integer.parseInt(address.substring(colon + 1)), peerTransport,
                 pw == null ? null : new String(pw, StandardCharsets.UTF_8), java.time.Duration.ofSeconds(30)));
-        }, () -> replicaSet != null ? replicaSet.nodeId() : config.bind() + ":" + port);
+        };
+        blobs.peers(opener, () -> replicaSet != null ? replicaSet.nodeId() : config.bind() + ":" + port);
+        if (cluster != null && !peerTransport.equals("tcp")) {
+            // MIGRATE moves batches one-sided to targets reachable over ucx (docs/cluster.md)
+            resp.migration().peers(opener);
+        }
     }
 
     /** A missing or broken UCX is a reason to serve TCP only, never to fail (unless UCX was required). */

@@ -107,6 +107,12 @@ public final class ProtocolDescriptor {
     public static final byte UNSUBSCRIBE = 48;
     /** End pattern subscriptions ({@code count} 0: all); replies the subscriptions left:i64. */
     public static final byte PUNSUBSCRIBE = 49;
+    /**
+     * Resharding (docs/cluster.md, "How keys move"): a source node lent a batch of DUMPed keys of one slot; the target
+     * pulls it one-sided and applies it as ASKING + RESTORE ... REPLACE. {@code slot:i32, count:i32, length:i64,
+     * crc32c:i32, descriptor:bytes, waitReplicas:i32, timeoutMillis:i64}; replies applied:i64.
+     */
+    public static final byte MIGRATE_PULL = 50;
 
     // ---- reply statuses ----
     /** Success; the body depends on the opcode. */
@@ -186,6 +192,9 @@ public final class ProtocolDescriptor {
         int op = opcode & 0xFF;
         if (op == CLUSTER_MAP) {
             return "CLUSTER_MAP";
+        }
+        if (op == MIGRATE_PULL) {
+            return "MIGRATE_PULL";
         }
         if (op >= COMMAND && op <= PUNSUBSCRIBE) {
             return COMMAND_NAMES[op - COMMAND];

@@ -105,9 +105,12 @@ final class RespCluster {
     }
 
     /** The {@code cluster} INFO section, and {@code redis_mode}. */
-    static Map<String, Map<String, String>> info(ClusterNode cluster) {
+    static Map<String, Map<String, String>> info(ClusterNode cluster, KeyMigration migration) {
         Map<String, String> section = new LinkedHashMap<>();
         section.put("cluster_enabled", cluster == null ? "0" : "1");
+        if (cluster != null) {
+            migration.info(section);
+        }
         Map<String, Map<String, String>> out = new LinkedHashMap<>();
         out.put("cluster", section);
         if (cluster != null) {
@@ -348,6 +351,8 @@ final class RespCluster {
     private static String moveKeys(RespFace face, int slot, String host, int port, int timeoutMillis,
                                    String password, List<byte[]> keys, boolean copy) {
         List<byte[]> present = new ArrayList<>();
+        List<byte[]> payloads = new ArrayList<>();
+        List<Long> ttls = new ArrayList<>();
         java.io.ByteArrayOutputStream req = new java.io.ByteArrayOutputStream();
         int replies = 0;
         if (password != null) {
@@ -361,6 +366,8 @@ final class RespCluster {
             }
             long ttl = face.store.pttl(k);
             present.add(k);
+            payloads.add(payload);
+            ttls.add(Math.max(ttl, 0));
             command(req, "ASKING".getBytes(StandardCharsets.US_ASCII));
             command(req, "RESTORE".getBytes(StandardCharsets.US_ASCII), k,
                 Long.toString(Math.max(ttl, 0)).getBytes(StandardCharsets.US_ASCII), payload,
@@ -371,36 +378,46 @@ final class RespCluster {
             return "NOKEY";
         }
         int needed = targetSecondaries(face.cluster(), host + ":" + port);
-        if (needed > 0) {
+        String moved = password == null || password.equals(face.password())
+            ? moveOneSided(face, slot, host + ":" + port, timeoutMillis, present, payloads, ttls, needed) : null;
+        if (moved != null) {
+            if (moved.startsWith("-")) {
+                return moved;
+            }
+        } else if (needed > 0) {
             command(req, "WAIT".getBytes(StandardCharsets.US_ASCII),
                 Integer.toString(needed).getBytes(StandardCharsets.US_ASCII),
                 Integer.toString(timeoutMillis).getBytes(StandardCharsets.US_ASCII));
             replies++;
         }
-        try (java.net.Socket s = new java.net.Socket()) {
-            s.connect(new java.net.InetSocketAddress(host, port), timeoutMillis);
-            s.setSoTimeout(timeoutMillis);
-            s.setTcpNoDelay(true);
-            s.getOutputStream().write(req.toByteArray());
-            s.getOutputStream().flush();
-            java.io.BufferedInputStream in = new java.io.BufferedInputStream(s.getInputStream());
-            String firstError = null;
-            String line = "";
-            for (int i = 0; i < replies; i++) {
-                line = readLine(in);
-                if (line.startsWith("-") && firstError == null) {
-                    firstError = line;
+        if (moved == null) {
+            face.migration.batchesOverResp.increment();
+            face.migration.lastPath = "resp over tcp";
+            try (java.net.Socket s = new java.net.Socket()) {
+                s.connect(new java.net.InetSocketAddress(host, port), timeoutMillis);
+                s.setSoTimeout(timeoutMillis);
+                s.setTcpNoDelay(true);
+                s.getOutputStream().write(req.toByteArray());
+                s.getOutputStream().flush();
+                java.io.BufferedInputStream in = new java.io.BufferedInputStream(s.getInputStream());
+                String firstError = null;
+                String line = "";
+                for (int i = 0; i < replies; i++) {
+                    line = readLine(in);
+                    if (line.startsWith("-") && firstError == null) {
+                        firstError = line;
+                    }
                 }
+                if (firstError != null) {
+                    return "-ERR Target instance replied with error: " + firstError.substring(1);
+                }
+                if (needed > 0 && (!line.startsWith(":") || Long.parseLong(line.substring(1)) < needed)) {
+                    return "-IOERR the target's replica set did not confirm the keys on a majority within "
+                        + timeoutMillis + " ms (WAIT " + needed + " answered " + line + "): they stay here";
+                }
+            } catch (java.io.IOException | NumberFormatException e) {
+                return "-IOERR error or timeout moving keys to " + host + ":" + port + ": " + e.getMessage();
             }
-            if (firstError != null) {
-                return "-ERR Target instance replied with error: " + firstError.substring(1);
-            }
-            if (needed > 0 && (!line.startsWith(":") || Long.parseLong(line.substring(1)) < needed)) {
-                return "-IOERR the target's replica set did not confirm the keys on a majority within "
-                    + timeoutMillis + " ms (WAIT " + needed + " answered " + line + "): they stay here";
-            }
-        } catch (java.io.IOException | NumberFormatException e) {
-            return "-IOERR error or timeout moving keys to " + host + ":" + port + ": " + e.getMessage();
         }
         if (copy) {
             return "OK";
@@ -429,6 +446,29 @@ final class RespCluster {
             }
         }
         return "OK";
+    }
+
+    /**
+     * The batch one-sided when the target is reachable over ucx ({@link KeyMigration}): null when it is not (the caller
+     * sends RESP), "OK" when the target applied every key (and, with {@code needed} > 0, that many of its secondaries
+     * hold them), else an error text starting with "-" and the keys stay here.
+     */
+    private static String moveOneSided(RespFace face, int slot, String address, int timeoutMillis, List<byte[]> keys,
+                                       List<byte[]> payloads, List<Long> ttls, int needed) {
+        io.rdmastore.client.PeerChannel p = face.migration.oneSided(address, java.time.Duration.ofMillis(timeoutMillis));
+        if (p == null) {
+            return null;
+        }
+        try {
+            long applied = face.migration.send(address, p, slot, keys, payloads, ttls, needed, timeoutMillis);
+            if (applied != keys.size()) {
+                return "-IOERR the target applied " + applied + " of " + keys.size() + " keys: they stay here";
+            }
+            return "OK";
+        } catch (RuntimeException e) {
+            return "-IOERR error or timeout moving keys one-sided to " + address + ": " + e.getMessage()
+                + ": they stay here";
+        }
     }
 
     /**

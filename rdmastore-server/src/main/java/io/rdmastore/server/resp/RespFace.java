@@ -203,6 +203,8 @@ public final class RespFace {
     final LongAdder errorReplies = new LongAdder();
     /** Redis settings accepted and shown but not applied (encodings, eviction, ...). */
     final RespSettings settings = new RespSettings();
+    /** MIGRATE's one-sided batches, both ends (docs/cluster.md). */
+    final KeyMigration migration = new KeyMigration(this);
     final String version;
 
     /** A face serving {@code store}; the caller keeps owning the store and closes it after the listener. */
@@ -354,8 +356,14 @@ public final class RespFace {
         pubsub.unsubscribeAll(c);
     }
 
+    /** MIGRATE's one-sided key moves: the native opcode MIGRATE_PULL lands here, and the server gives it channels. */
+    public KeyMigration migration() {
+        return migration;
+    }
+
     /** Closes every RESP connection (server shutdown). */
     public void closeAll() {
+        migration.close();
         blocking.close();
         for (RespConnection c : clients.values()) {
             c.kill();
@@ -398,7 +406,7 @@ public final class RespFace {
 
     Map<String, Map<String, String>> extraInfo() {
         try {
-            Map<String, Map<String, String>> out = new LinkedHashMap<>(RespCluster.info(cluster()));
+            Map<String, Map<String, String>> out = new LinkedHashMap<>(RespCluster.info(cluster(), migration));
             for (Map.Entry<String, Map<String, String>> e : ctx.serverInfo.get().entrySet()) {
                 out.merge(e.getKey(), e.getValue(), (a, b) -> {
                     Map<String, String> m = new LinkedHashMap<>(a);
