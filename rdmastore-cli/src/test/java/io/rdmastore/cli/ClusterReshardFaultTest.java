@@ -26,7 +26,8 @@ import org.junit.jupiter.api.io.TempDir;
  * A reshard survives, mid-migration: SIGKILL of the source's primary (round 1) and of the target's primary (round 2),
  * SIGSTOP of the source's primary long enough for its set to elect another, then SIGCONT (round 3: the deposed
  * primary comes back believing it leads, possibly inside a MIGRATE), and SIGKILL of a target secondary whose data is
- * then wiped, so it restarts empty and resyncs while keys keep arriving (round 4).
+ * then wiped, so it restarts empty and resyncs while keys keep arriving (round 4). The members reach each other over
+ * ucx, so batches move one-sided (MIGRATE_PULL), unless {@code -Drdmastore.test.ucx=false}.
  * Two shards of three member processes each on loopback; two writers keep doing SET (unique values) and INCR on keys
  * of the migrating slots, each write followed by {@code WAIT 1} on the same connection, so a write counts as
  * acknowledged only once a majority of its shard holds it. {@code cluster reshard} runs while they write; the primary
@@ -42,6 +43,9 @@ class ClusterReshardFaultTest {
     private static final int SLOTS_PER_ROUND = 40;
     private static final int ROUNDS = 4;
     private static final int FIRST_MOVED = 8192 - ROUNDS * SLOTS_PER_ROUND;
+    /** Members reach each other over ucx (keys move one-sided) unless {@code -Drdmastore.test.ucx=false}. */
+    private static final boolean UCX = Boolean.parseBoolean(System.getProperty("rdmastore.test.ucx", "true"));
+    private static final String TRANSPORT = UCX ? "auto" : "tcp";
 
     /** What a round does to its victim while the reshard moves keys. */
     private enum Fault {
@@ -79,7 +83,7 @@ class ClusterReshardFaultTest {
                 int port = ports.get(s * 3 + m);
                 members.add(new MemberProcess(id, port, dir.resolve(id), dir.resolve(id + ".log"), List.of(
                     "--cluster", "--bind", "127.0.0.1", "--port", String.valueOf(port), "--data-dir",
-                    dir.resolve(id).toString(), "--fsync", "everysec", "--transport", "tcp", "--idle-strategy",
+                    dir.resolve(id).toString(), "--fsync", "everysec", "--transport", TRANSPORT, "--idle-strategy",
                     "backoff", "--replica-set", set, "--node-id", id, "--members", list.toString(),
                     "--election-timeout", "1s")));
             }
@@ -176,6 +180,14 @@ class ClusterReshardFaultTest {
         List<String> problems = check(h);
         assertEquals(List.of(), problems, "the checker found lost or duplicated writes");
         log(t0, "checker: every acknowledged write is on its slot's owner, no key on two shards");
+
+        // how the keys moved: the source's primary of the last round says
+        try (RespLink l = new RespLink(primaryOf("s1").address(), null, Duration.ofSeconds(5))) {
+            String info = new String((byte[]) l.call("INFO", "cluster"), java.nio.charset.StandardCharsets.UTF_8);
+            log(t0, "s1's primary: " + info.strip().replace("\r\n", " "));
+            String path = UCX ? "one-sided pull over ucx" : "resp over tcp";
+            assertTrue(info.contains("migrate_last_path:" + path), "keys moved by " + path + ": " + info);
+        }
 
         // every member of s2, the wiped one included, converges on its primary's keys of the moved slots
         long expected = movedKeys(primaryOf("s2"), FIRST_MOVED, ROUNDS * SLOTS_PER_ROUND);
