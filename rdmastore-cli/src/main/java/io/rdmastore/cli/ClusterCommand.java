@@ -418,6 +418,7 @@ final class ClusterCommand implements Runnable {
             SlotMap.Node source = null;
             SlotMap.Node target = null;
             RespLink s = null;
+            String path = null;
             RespLink d = null;
             try {
                 while (i < slots.size()) {
@@ -490,6 +491,7 @@ final class ClusterCommand implements Runnable {
                         sleep(500);
                     }
                 }
+                path = moveInfo(s);
             } finally {
                 closeQuietly(s);
                 closeQuietly(d);
@@ -516,8 +518,29 @@ final class ClusterCommand implements Runnable {
             for (SlotMap.Shard sh : order) {
                 installOnShard(probe, sh, next, t, retryFor, out);
             }
-            out.println("moved " + moved + " keys in " + slots.size() + " slots");
+            out.println("moved " + moved + " keys in " + slots.size() + " slots" + (path == null ? "" : " (" + path
+                + ")"));
             return next;
+        }
+
+        /** How the source says its last batch moved (INFO's migrate_last_path), or null when it does not say. */
+        private static String moveInfo(RespLink source) {
+            if (source == null) {
+                return null;
+            }
+            try {
+                Object info = source.call("INFO", "cluster");
+                String text = info instanceof byte[] b ? new String(b, java.nio.charset.StandardCharsets.UTF_8)
+                    : String.valueOf(info);
+                for (String line : text.split("\r?\n")) {
+                    if (line.startsWith("migrate_last_path:") && !line.endsWith(":none")) {
+                        return "keys by " + line.substring("migrate_last_path:".length()).strip();
+                    }
+                }
+            } catch (RuntimeException e) {
+                // only a remark
+            }
+            return null;
         }
 
         /**
