@@ -16,8 +16,8 @@ import java.util.Objects;
 public final class ServerConfig {
     /** The default port, shared by the native protocol and RESP. */
     public static final int DEFAULT_PORT = 7379;
-    /** Default {@link #rendezvousThreshold(long)}: 64 KiB, from E2's crossover (docs/decisions.md). */
-    public static final long DEFAULT_RENDEZVOUS_THRESHOLD = 64 * 1024;
+    /** Default {@link #rendezvousThreshold(long)}: 256 KiB, the measured crossover (docs/decisions.md). */
+    public static final long DEFAULT_RENDEZVOUS_THRESHOLD = 256 * 1024;
 
     private String bind = "127.0.0.1";
     private int port = DEFAULT_PORT;

@@ -223,6 +223,58 @@ class LargeValueTest {
     }
 
     @Test
+    void theClusterClientRoutesLentValuesAndANodeRedirectsThem(@TempDir Path dir) {
+        assertUcxPresent();
+        java.util.List<RdmaStoreServer> nodes = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < 2; i++) {
+                nodes.add(TestServers.start(dir.resolve("n" + i), c -> c.cluster(true).rendezvousThreshold(THRESHOLD)));
+            }
+            java.util.List<io.rdmastore.client.cluster.SlotMap.Range> ranges =
+                io.rdmastore.client.cluster.SlotMap.evenRanges(2);
+            java.util.List<io.rdmastore.client.cluster.SlotMap.Shard> shards = new java.util.ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                shards.add(new io.rdmastore.client.cluster.SlotMap.Shard("s" + i, java.util.List.of(ranges.get(i)),
+                    java.util.List.of(new io.rdmastore.client.cluster.SlotMap.Node("127.0.0.1:" + nodes.get(i).port(),
+                        "127.0.0.1", nodes.get(i).port()))));
+            }
+            var map = new io.rdmastore.client.cluster.SlotMap(1, shards);
+            for (RdmaStoreServer n : nodes) {
+                n.cluster().install(map, "127.0.0.1:" + n.port()).join();
+            }
+            byte[] v = random(300_000, 9);
+            try (var cc = io.rdmastore.client.RdmaStoreClusterClient.connect(RdmaStoreClient.builder()
+                    .seeds("127.0.0.1:" + nodes.get(0).port()).transport("ucx").timeout(Duration.ofSeconds(10))
+                    .build())) {
+                for (int i = 0; i < 20; i++) {
+                    v[0] = (byte) i;
+                    cc.set(key("big:" + i), v, io.rdmastore.client.SetOptions.NONE);
+                }
+                for (int i = 0; i < 20; i++) {
+                    v[0] = (byte) i;
+                    assertArrayEquals(v, cc.get(key("big:" + i)), "key " + i);
+                }
+            }
+            long lent = 0;
+            for (RdmaStoreServer n : nodes) {
+                try (RdmaStoreClient c = TestServers.client(n, "ucx")) {
+                    lent += lent(c);
+                    assertTrue(n.store().size() > 0, "every node holds some of the keys");
+                }
+            }
+            assertEquals(20, lent, "every GET was lent, on the node that owns the key");
+            // "foo" hashes to slot 12182, the second node's: the first answers GET_LARGE with MOVED
+            try (RdmaStoreClient c = TestServers.client(nodes.get(0), "ucx")) {
+                var moved = assertThrows(io.rdmastore.client.RdmaStoreServerException.class,
+                    () -> c.get(key("foo")));
+                assertEquals("MOVED", moved.code());
+            }
+        } finally {
+            nodes.forEach(RdmaStoreServer::close);
+        }
+    }
+
+    @Test
     void thresholdZeroTurnsLendingOff(@TempDir Path dir) {
         assertUcxPresent();
         try (RdmaStoreServer server = TestServers.start(dir, c -> c.rendezvousThreshold(0));
