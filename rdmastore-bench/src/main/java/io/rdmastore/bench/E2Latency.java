@@ -357,6 +357,13 @@ public final class E2Latency implements Experiment {
                 break;
             }
         }
+        // a GET over ucx is a GET_LARGE (docs/protocol.md, "Large values"): count both as get
+        for (String phase : new String[] {"count", "source_ns", "process_ns", "sink_ns"}) {
+            Long large = out.get("get_large_" + phase);
+            if (large != null) {
+                out.merge("get_" + phase, large, Long::sum);
+            }
+        }
         return out;
     }
 

@@ -55,6 +55,11 @@ public final class ServerProcess implements AutoCloseable {
         cmd.add("--dir");
         cmd.add(dir.toString());
         cmd.addAll(List.of(extraArgs));
+        // extra server options for a whole run, comma-separated, e.g. -Drdmastore.bench.serverArgs=--rendezvous-threshold,0
+        String more = System.getProperty("rdmastore.bench.serverArgs", "").trim();
+        if (!more.isEmpty()) {
+            cmd.addAll(List.of(more.split(",")));
+        }
         // stderr goes to a file, so a server that does not come up can say why
         Path err = Files.createTempFile("rdmastore-bench-server-", ".err");
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(err.toFile());

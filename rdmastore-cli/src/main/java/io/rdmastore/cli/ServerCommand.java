@@ -96,6 +96,9 @@ final class ServerCommand implements Callable<Integer> {
     @Option(names = "--max-pending-reply-bytes", paramLabel = "SIZE", description = "Reply bytes queued for a slow"
         + " reader before its connection is closed (default 1g).")
     String maxPendingReplyBytes;
+    @Option(names = "--rendezvous-threshold", paramLabel = "SIZE", description = "Values from this size on are lent"
+        + " to ucx clients for a one-sided read instead of sent (default 256k; 0 = off).")
+    String rendezvousThreshold;
     @Option(names = "--snapshot-log-bytes", paramLabel = "SIZE", description = "Log size that triggers a snapshot"
         + " (default 64m; 0 = never).")
     String snapshotLogBytes;
@@ -137,7 +140,7 @@ final class ServerCommand implements Callable<Integer> {
     static final List<String> KEYS = List.of("port", "bind", "data-dir", "fsync", "transport", "password", "tls-cert",
         "tls-key", "ucx-tls", "idle-strategy", "max-connections", "max-key-bytes", "max-value-bytes", "blob-threshold", "max-blob-bytes",
         "max-document-bytes",
-        "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "handshake-timeout", "resp", "replica-set",
+        "max-request-bytes", "max-pending-reply-bytes", "snapshot-log-bytes", "rendezvous-threshold", "handshake-timeout", "resp", "replica-set",
         "node-id", "members", "replica-set-key", "raft-port", "election-timeout", "join", "cluster");
 
     @Override
@@ -247,6 +250,7 @@ final class ServerCommand implements Callable<Integer> {
             {"blob-threshold", blobThreshold}, {"max-blob-bytes", maxBlobBytes},
             {"max-document-bytes", maxDocumentBytes}, {"max-request-bytes", maxRequestBytes},
             {"max-pending-reply-bytes", maxPendingReplyBytes}, {"snapshot-log-bytes", snapshotLogBytes},
+            {"rendezvous-threshold", rendezvousThreshold},
             {"handshake-timeout", handshakeTimeout}, {"resp", resp}, {"replica-set", replicaSetName},
             {"node-id", nodeId}, {"members", members}, {"replica-set-key", replicaSetKey}, {"raft-port", raftPort},
             {"election-timeout", electionTimeout}, {"join", join ? "true" : null},
@@ -310,6 +314,7 @@ final class ServerCommand implements Callable<Integer> {
                 case "max-request-bytes" -> c.maxRequestBytes(Values.size(k, v, 1, Long.MAX_VALUE));
                 case "max-pending-reply-bytes" -> c.maxPendingReplyBytes(Values.size(k, v, 1, Long.MAX_VALUE));
                 case "snapshot-log-bytes" -> c.snapshotLogBytes(Values.size(k, v, 0, Long.MAX_VALUE));
+                case "rendezvous-threshold" -> c.rendezvousThreshold(Values.size(k, v, 0, Long.MAX_VALUE));
                 case "handshake-timeout" -> c.handshakeTimeout(Values.duration(k, v));
                 case "resp" -> c.resp(Values.bool(k, v));
                 case "cluster" -> c.cluster(Values.bool(k, v));

@@ -116,7 +116,8 @@ final class ClientCore implements AutoCloseable {
     static {
         for (byte op : new byte[] {ProtocolDescriptor.GET, ProtocolDescriptor.EXISTS, ProtocolDescriptor.PTTL,
             ProtocolDescriptor.HGET, ProtocolDescriptor.HGETALL, ProtocolDescriptor.MGET, ProtocolDescriptor.DOC_FIND,
-            ProtocolDescriptor.DOC_COUNT, ProtocolDescriptor.BLOB_GET, ProtocolDescriptor.COMMAND_READ}) {
+            ProtocolDescriptor.DOC_COUNT, ProtocolDescriptor.BLOB_GET, ProtocolDescriptor.COMMAND_READ,
+            ProtocolDescriptor.GET_LARGE}) {
             KIND[op] = READ;
         }
         for (byte op : new byte[] {ProtocolDescriptor.SET, ProtocolDescriptor.DEL, ProtocolDescriptor.PEXPIRE,
@@ -159,6 +160,8 @@ final class ClientCore implements AutoCloseable {
     private volatile PubSub pubsub;
     /** Channels to other members for blob puts' parallel pulls, by address. */
     private final Map<String, PeerChannel> memberChannels = new java.util.concurrent.ConcurrentHashMap<>();
+    /** GET_LARGE's buffers and leases done with (docs/protocol.md, "Large values"). */
+    final LargeValues largeValues = new LargeValues(this);
     /** Members to ask for their ROLE: the seeds, then every member a ROLE reply named. Guarded by connectLock. */
     private final List<InetSocketAddress> known = new ArrayList<>();
     /** When a discovery last ran (System.nanoTime); guarded by connectLock. */
@@ -1302,6 +1305,7 @@ final class ClientCore implements AutoCloseable {
                 return;
             }
             closed = true;
+            largeValues.close();
             if (pubsub != null) {
                 pubsub.close();
             }

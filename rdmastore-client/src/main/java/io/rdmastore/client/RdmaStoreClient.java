@@ -381,8 +381,45 @@ public final class RdmaStoreClient implements AutoCloseable {
         return new BlobClient(core, timeout, writeConcern);
     }
 
+    /**
+     * GET: the value, or null when the key does not exist. Over ucx a large value is lent by the server and read
+     * one-sided (docs/protocol.md, "Large values"); on one host or over a replica set's reads it is sent as by
+     * {@link #getAsync}.
+     */
     public byte[] get(byte[] key) {
-        return sync(getAsync(key));
+        byte[] k = key(key);
+        if (!core.plainReads) {
+            return sync(getAsync(k));
+        }
+        return core.largeValues.get(k, timeout, () -> sync(getAsync(k)));
+    }
+
+    /**
+     * GET into {@code dst} at its position: returns the value's length and moves the position past it, or returns -1
+     * when the key does not exist. Over ucx a large value is read one-sided straight into a direct {@code dst} (its
+     * memory is registered while it is the last buffer passed, so passing the same buffer again costs nothing extra).
+     *
+     * @throws IllegalArgumentException when the value is larger than {@code dst.remaining()}; nothing is written
+     */
+    public int get(byte[] key, java.nio.ByteBuffer dst) {
+        byte[] k = key(key);
+        Objects.requireNonNull(dst, "dst");
+        if (dst.isReadOnly()) {
+            throw new IllegalArgumentException("dst is read-only");
+        }
+        if (!core.plainReads) {
+            byte[] v = sync(getAsync(k));
+            if (v == null) {
+                return -1;
+            }
+            if (v.length > dst.remaining()) {
+                throw new IllegalArgumentException("the value is " + v.length + " bytes; the destination has "
+                    + dst.remaining() + " bytes remaining");
+            }
+            dst.put(v);
+            return v.length;
+        }
+        return core.largeValues.get(k, dst, timeout, () -> sync(getAsync(k)));
     }
 
     public String get(String key) {

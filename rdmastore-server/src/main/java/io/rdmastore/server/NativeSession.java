@@ -89,6 +89,8 @@ final class NativeSession implements MessageHandler {
     private volatile boolean closed;
     /** Oplog index of this connection's last write: what a WAIT waits for. Transport thread only. */
     private volatile long lastWriteIndex;
+    /** Values this connection holds lent (GET_LARGE); counted by {@link ValueLeases}. */
+    final java.util.concurrent.atomic.AtomicInteger valueLeases = new java.util.concurrent.atomic.AtomicInteger();
 
     /** A reply that could not be offered yet; {@code bytes} is null until a deferred reply is ready. */
     private static final class PendingReply {
@@ -220,6 +222,11 @@ final class NativeSession implements MessageHandler {
                 if (store.readValue(key, copyValue) != Boolean.TRUE) {
                     w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
                 }
+            }
+            case ProtocolDescriptor.GET_LARGE -> getLarge(id, r, w);
+            case ProtocolDescriptor.VALUE_RELEASE -> {
+                w.i64(releaseLeases(r));
+                r.end();
             }
             case ProtocolDescriptor.SET -> set(r, w);
             case ProtocolDescriptor.DEL -> {
@@ -446,6 +453,58 @@ final class NativeSession implements MessageHandler {
             default -> error(id, "ERR unknown opcode " + String.format("0x%02x", opcode)
                 + " (this server speaks native protocol version " + ProtocolDescriptor.VERSION + ")");
         }
+    }
+
+    // ---- large values (51-52) ----
+
+    /** GET_LARGE's reader: sends a value below the threshold inline, answers LARGE for one to lend. Allocated once. */
+    private final Function<MemorySegment, Object> inlineOrLend = segment -> {
+        if (segment == null) {
+            return null;
+        }
+        if (lendsValueOf(segment.byteSize())) {
+            return Boolean.FALSE;
+        }
+        writer.u8(ProtocolDescriptor.VALUE_INLINE);
+        writer.raw(segment);
+        return Boolean.TRUE;
+    };
+
+    private boolean lendsValueOf(long length) {
+        return server.values().lends(this, length);
+    }
+
+    /** GET_LARGE: ends the leases the request names, then sends the value or lends it (docs/protocol.md). */
+    private void getLarge(long id, WireReader r, WireWriter w) {
+        byte[] key = key(r);
+        releaseLeases(r);
+        r.end();
+        markStore();
+        Object read = store.readValue(key, inlineOrLend);
+        if (read == null) {
+            w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+        } else if (read == Boolean.FALSE && !server.values().lend(this, key, w)) {
+            // shrank below the threshold between the two looks: send it as it is now
+            w.header(ProtocolDescriptor.STATUS_OK, id);
+            if (store.readValue(key, inlineOrLend) == null) {
+                w.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+            }
+        }
+    }
+
+    /** Reads {@code n:i32, n x leaseId:i64} and ends those of this connection's leases; returns how many ended. */
+    private long releaseLeases(WireReader r) {
+        int n = r.i32("lease count");
+        if (n < 0 || n > ValueLeases.MAX_RELEASES_PER_REQUEST) {
+            throw new ProtocolException("lease count " + n + " outside 0.." + ValueLeases.MAX_RELEASES_PER_REQUEST);
+        }
+        long ended = 0;
+        for (int i = 0; i < n; i++) {
+            if (server.values().release(this, r.i64("lease id"))) {
+                ended++;
+            }
+        }
+        return ended;
     }
 
     // ---- data-type commands (41-49) ----
@@ -727,7 +786,7 @@ final class NativeSession implements MessageHandler {
         }
         boolean read = switch (currentOpcode) {
             case ProtocolDescriptor.GET, ProtocolDescriptor.EXISTS, ProtocolDescriptor.PTTL, ProtocolDescriptor.HGET,
-                ProtocolDescriptor.HGETALL, ProtocolDescriptor.MGET -> true;
+                ProtocolDescriptor.HGETALL, ProtocolDescriptor.MGET, ProtocolDescriptor.GET_LARGE -> true;
             default -> false;
         };
         String redirect = cluster.redirect(slot, !read, true);
@@ -1078,6 +1137,7 @@ final class NativeSession implements MessageHandler {
             queued = 0;
         }
         server.blobs().sessionClosed(this);
+        server.values().sessionClosed(this);
         var running = commands;
         if (running != null) {
             running.close();

@@ -69,6 +69,7 @@ public final class RdmaStoreServer implements AutoCloseable {
     private ScheduledThreadPoolExecutor retry;
     private Store store;
     private BlobService blobs;
+    private ValueLeases values;
     private TcpTransport tcp;
     private UcxTransport ucx;
     private String ucxStatus = "not loaded";
@@ -128,6 +129,7 @@ public final class RdmaStoreServer implements AutoCloseable {
         Path dir = config.dataDir().toAbsolutePath();
         store = Store.open(config.storeConfig().dataDir(dir));
         blobs = new BlobService(store, retry, config.blobLeaseTimeout());
+        values = new ValueLeases(store, retry, config.rendezvousThreshold(), config.rendezvousLeaseTimeout());
         RecoveryReport rr = store.recoveryReport();
         LOG.info("data dir {} (fsync {}): recovered snapshot {} ({} records), {} log segments, {} log records,"
                 + " {} torn-tail bytes cut, in {} ms", dir, config.fsync(),
@@ -309,6 +311,16 @@ public final class RdmaStoreServer implements AutoCloseable {
 
     BlobService blobs() {
         return blobs;
+    }
+
+    /** Values lent by GET_LARGE. */
+    ValueLeases values() {
+        return values;
+    }
+
+    /** Values lent to clients right now (GET_LARGE leases; for tests and INFO). */
+    public int valueLeases() {
+        return values == null ? 0 : values.leases();
     }
 
     /** Blob leases currently lent to clients (for tests and INFO). */
@@ -505,6 +517,12 @@ public final class RdmaStoreServer implements AutoCloseable {
             b.put("blob_stages_held", String.valueOf(blobs.stagesHeld()));
             b.put("blob_last_put", describe(blobs.lastPut()));
             b.put("blob_last_stage", describe(blobs.lastStage()));
+            if (values != null) {
+                b.put("value_leases", String.valueOf(values.leases()));
+                b.put("value_leases_lent", String.valueOf(values.lent()));
+                b.put("value_registered_bytes", String.valueOf(values.registeredBytes()));
+                b.put("rendezvous_threshold", String.valueOf(config.rendezvousThreshold()));
+            }
             out.put("blobs", b);
         }
         Map<String, String> phases = new LinkedHashMap<>();
@@ -626,6 +644,9 @@ public final class RdmaStoreServer implements AutoCloseable {
         if (blobs != null) {
             quietly("blobs", blobs::close);
         }
+        if (values != null) {
+            quietly("value leases", values::close);
+        }
         if (store != null) {
             quietly("store flush", store::flush);
             quietly("store", store::close);
@@ -738,6 +759,7 @@ public final class RdmaStoreServer implements AutoCloseable {
                     case "--tls-cert" -> c.tls(Path.of(v), c.tlsKey());
                     case "--tls-key" -> c.tls(c.tlsCertificate(), Path.of(v));
                     case "--ucx-idle" -> c.ucxIdleStrategy(v);
+                    case "--rendezvous-threshold" -> c.rendezvousThreshold(Long.parseLong(v));
                     case "--replica-set" -> replicaSet(c).setName(v);
                     case "--node-id" -> replicaSet(c).nodeId(v);
                     case "--members" -> replicaSet(c).members(v);

@@ -16,6 +16,8 @@ import java.util.Objects;
 public final class ServerConfig {
     /** The default port, shared by the native protocol and RESP. */
     public static final int DEFAULT_PORT = 7379;
+    /** Default {@link #rendezvousThreshold(long)}: 256 KiB, the measured crossover (docs/decisions.md). */
+    public static final long DEFAULT_RENDEZVOUS_THRESHOLD = 256 * 1024;
 
     private String bind = "127.0.0.1";
     private int port = DEFAULT_PORT;
@@ -41,6 +43,8 @@ public final class ServerConfig {
     private long oplogWindowBytes = -1;
     private io.rdmastore.store.blob.BlobConfig blobConfig = new io.rdmastore.store.blob.BlobConfig();
     private Duration blobLeaseTimeout = Duration.ofSeconds(60);
+    private long rendezvousThreshold = DEFAULT_RENDEZVOUS_THRESHOLD;
+    private Duration rendezvousLeaseTimeout = Duration.ofSeconds(5);
 
     /** Address to bind; default {@code 127.0.0.1} (loopback only) so a fresh server is not exposed. */
     public ServerConfig bind(String value) {
@@ -176,6 +180,35 @@ public final class ServerConfig {
     public ServerConfig blobLeaseTimeout(Duration value) {
         blobLeaseTimeout = value;
         return this;
+    }
+
+    /**
+     * GET_LARGE values of at least this many bytes are lent to ucx clients for a one-sided read instead of sent
+     * (docs/protocol.md, "Large values"); 0 turns lending off. Default {@value #DEFAULT_RENDEZVOUS_THRESHOLD}.
+     */
+    public ServerConfig rendezvousThreshold(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("rendezvous-threshold must be >= 0: " + bytes);
+        }
+        rendezvousThreshold = bytes;
+        return this;
+    }
+
+    public long rendezvousThreshold() {
+        return rendezvousThreshold;
+    }
+
+    /** How long a lent value (GET_LARGE) stays pinned when its client does not end the lease; default 5 s. */
+    public ServerConfig rendezvousLeaseTimeout(Duration value) {
+        if (value.isNegative() || value.isZero()) {
+            throw new IllegalArgumentException("rendezvous lease time-out must be positive: " + value);
+        }
+        rendezvousLeaseTimeout = value;
+        return this;
+    }
+
+    public Duration rendezvousLeaseTimeout() {
+        return rendezvousLeaseTimeout;
     }
 
     /** The blob settings. */

@@ -142,7 +142,8 @@ final class Keyspace {
     void applyStringPut(Key k, long expireAt, ByteBuffer src, int len) {
         Shard s = shard(k);
         Entry old = s.map.get(k);
-        if (old != null && old.type == STRING && old.blob == null && fitsInPlace(old.string.byteSize(), len)) {
+        if (old != null && old.type == STRING && old.blob == null && fitsInPlace(old.string.byteSize(), len)
+                && !memory.isPinned(old.string)) {
             // Overwriting a string of about the same size (the common SET) reuses its memory: no free, no malloc.
             // Readers hold the read lock and we hold the write lock, so none sees the bytes change.
             MemorySegment.copy(MemorySegment.ofBuffer(src.slice(src.position(), len)), 0, old.string, 0, len);
@@ -207,6 +208,13 @@ final class Keyspace {
             e.string = copy;
         }
         long end = offset + len;
+        if (memory.isPinned(e.string)) {
+            // copy-on-write: a lent value's bytes stay as they were until its borrower is done
+            MemorySegment n = memory.allocate(Math.max(end, e.string.byteSize()));
+            MemorySegment.copy(e.string, 0, n, 0, e.length);
+            memory.free(e.string);
+            e.string = n;
+        }
         if (end > e.string.byteSize()) {
             long cap = Math.max(end, Math.min(e.string.byteSize() * 2, end + (1L << 20)));
             if (cap > StoreConfig.HARD_MAX_VALUE_BYTES) {

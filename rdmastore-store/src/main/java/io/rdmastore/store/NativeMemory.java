@@ -5,6 +5,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -12,6 +13,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * can be freed the moment it is overwritten. Per-value shared arenas would do the same safely but close with a
  * thread handshake each time, which is too slow for a write path. Safety comes from the caller: a segment is freed
  * only under its shard's write lock, and readers use it only under the read lock. Any thread.
+ *
+ * <p>Pins (docs/store.md, "Large values"): a segment pinned under its shard's lock stays allocated and unchanged
+ * after that lock is released, until its last {@link #unpin}: a {@link #free} of a pinned segment is deferred to that
+ * unpin, and writers ask {@link #isPinned} before writing a segment in place (copy-on-write).
  */
 @SuppressWarnings("restricted") // the whole class is the store's one use of malloc/free; see the paragraph above
 final class NativeMemory {
@@ -20,6 +25,14 @@ final class NativeMemory {
     /** Empty values: a native segment (as every other value is), so readers may re-scope it like any other. */
     private static final MemorySegment EMPTY = MemorySegment.NULL;
     private final AtomicLong usedBytes = new AtomicLong();
+    /** Pinned segments by address; empty unless a value is lent (checked first, so the write path stays cheap). */
+    private final ConcurrentHashMap<Long, Pin> pins = new ConcurrentHashMap<>();
+
+    /** Holders of a pinned segment and whether it was freed meanwhile. Changed only inside the map's compute. */
+    private static final class Pin {
+        int count;
+        boolean freed;
+    }
 
     static {
         Linker linker = Linker.nativeLinker();
@@ -47,11 +60,58 @@ final class NativeMemory {
         return p.reinterpret(size);
     }
 
-    /** Gives back a segment from {@link #allocate}; it must not be touched afterwards. */
+    /**
+     * Gives back a segment from {@link #allocate}; the caller must not touch it afterwards. A pinned segment is freed
+     * at its last {@link #unpin} instead. Under the segment's shard write lock.
+     */
     void free(MemorySegment segment) {
         if (segment == null || segment.byteSize() == 0) {
             return;
         }
+        if (!pins.isEmpty() && pins.computeIfPresent(segment.address(), (a, p) -> {
+            p.freed = true;
+            return p;
+        }) != null) {
+            return;
+        }
+        release(segment);
+    }
+
+    /** Keeps {@code segment} allocated and unwritten until the matching {@link #unpin}. Under its shard's lock. */
+    void pin(MemorySegment segment) {
+        pins.compute(segment.address(), (a, p) -> {
+            Pin q = p == null ? new Pin() : p;
+            q.count++;
+            return q;
+        });
+    }
+
+    /** Ends one pin; the last one frees a segment that was freed meanwhile. Any thread, no lock needed. */
+    void unpin(MemorySegment segment) {
+        boolean[] freeNow = new boolean[1];
+        pins.computeIfPresent(segment.address(), (a, p) -> {
+            if (--p.count > 0) {
+                return p;
+            }
+            freeNow[0] = p.freed;
+            return null;
+        });
+        if (freeNow[0]) {
+            release(segment);
+        }
+    }
+
+    /** Whether {@code segment} is pinned: then it must not be written in place. Under its shard's write lock. */
+    boolean isPinned(MemorySegment segment) {
+        return !pins.isEmpty() && segment != null && pins.containsKey(segment.address());
+    }
+
+    /** Segments pinned right now. */
+    int pinned() {
+        return pins.size();
+    }
+
+    private void release(MemorySegment segment) {
         usedBytes.addAndGet(-segment.byteSize());
         try {
             FREE.invokeExact(segment);

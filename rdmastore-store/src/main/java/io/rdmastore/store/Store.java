@@ -1172,6 +1172,52 @@ public final class Store implements AutoCloseable {
         }
     }
 
+    /**
+     * Pins the string value of {@code key} for reading beyond the store's locks (a one-sided transfer): its bytes stay
+     * as they are until {@link PinnedValue#release()}, which the caller must call; overwrites and deletes meanwhile
+     * write new memory and the pinned bytes are freed at the release. Null when the key does not exist. Any thread.
+     *
+     * @throws WrongTypeException on a value that is not a string
+     */
+    @SuppressWarnings("restricted") // the pin keeps the malloc'd block alive beyond the lock; the view is read-only
+    public PinnedValue pinValue(byte[] key) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            requireString(e);
+            if (e == null) {
+                return null;
+            }
+            checkReadable(e);
+            if (e.blob != null) {
+                BlobVersion v = e.blob;
+                v.retain();
+                try {
+                    return new PinnedValue(v.segment().asSlice(0, e.length).asReadOnly(), v::release);
+                } catch (RuntimeException x) {
+                    v.release();
+                    throw x;
+                }
+            }
+            MemorySegment block = e.string;
+            if (e.length == 0) {
+                return new PinnedValue(MemorySegment.ofArray(new byte[0]).asReadOnly(), () -> { });
+            }
+            keyspace.memory.pin(block);
+            return new PinnedValue(block.asSlice(0, e.length).asReadOnly(), () -> keyspace.memory.unpin(block));
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /** Values pinned right now ({@link #pinValue}); for tests and INFO. */
+    public int pinnedValues() {
+        return keyspace.memory.pinned();
+    }
+
     /** SET with options; see {@link SetOptions}. Values from the blob threshold on are stored as blob files. */
     public SetResult set(byte[] key, byte[] value, SetOptions options) {
         options.validate();

@@ -113,6 +113,20 @@ public final class ProtocolDescriptor {
      * crc32c:i32, descriptor:bytes, waitReplicas:i32, timeoutMillis:i64}; replies applied:i64.
      */
     public static final byte MIGRATE_PULL = 50;
+    /**
+     * GET that may answer with a rendezvous (docs/protocol.md, "Large values"): {@code key:bytes, n:i32, n x
+     * leaseId:i64} (leases of earlier replies this client is done with). Reply: NULL, or {@code kind:u8} then either
+     * {@link #VALUE_INLINE} and the value (the rest), or {@link #VALUE_LENT} and {@code leaseId:i64, length:i64,
+     * descriptor:bytes}: the client reads the value one-sided and names the lease in a later request.
+     */
+    public static final byte GET_LARGE = 51;
+    /** End value leases of GET_LARGE: {@code n:i32, n x leaseId:i64}; replies the number ended:i64. */
+    public static final byte VALUE_RELEASE = 52;
+
+    /** GET_LARGE reply kind: the value follows inline. */
+    public static final int VALUE_INLINE = 0;
+    /** GET_LARGE reply kind: the value is lent for one one-sided read. */
+    public static final int VALUE_LENT = 1;
 
     // ---- reply statuses ----
     /** Success; the body depends on the opcode. */
@@ -195,6 +209,12 @@ public final class ProtocolDescriptor {
         }
         if (op == MIGRATE_PULL) {
             return "MIGRATE_PULL";
+        }
+        if (op == GET_LARGE) {
+            return "GET_LARGE";
+        }
+        if (op == VALUE_RELEASE) {
+            return "VALUE_RELEASE";
         }
         if (op >= COMMAND && op <= PUNSUBSCRIBE) {
             return COMMAND_NAMES[op - COMMAND];

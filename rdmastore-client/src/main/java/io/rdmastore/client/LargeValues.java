@@ -1,0 +1,293 @@
+package io.rdmastore.client;
+
+import io.rdmastore.client.protocol.ProtocolDescriptor;
+import io.rdmastore.client.protocol.WireReader;
+import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.RegisteredMemory;
+import io.rdmastore.transport.RemoteMemory;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The client's side of GET_LARGE (docs/protocol.md, "Large values"): over ucx a GET asks with GET_LARGE; a value the
+ * server lends instead of sending is read once, one-sided (on one host one {@code process_vm_readv} by the calling
+ * thread), into the caller's direct buffer or into a registered bounce buffer for a {@code byte[]}; the lease is
+ * named in the next GET_LARGE, which ends it on the server.
+ *
+ * <p>Threads: thread-safe; every method runs on the calling thread (never the transport's: a read there would stall
+ * the worker). Memory: the bounce buffer (one, cached, up to {@value #MAX_CACHED_BOUNCE} bytes) and the registration
+ * of the last destination buffer are this object's, freed at {@link #close()} or when the connection changes; a
+ * caller's buffer is registered while it is the last one used, and the registration keeps a reference to it.
+ */
+final class LargeValues implements AutoCloseable {
+    /** The largest bounce buffer kept between calls; larger values get a buffer for the one call. */
+    static final long MAX_CACHED_BOUNCE = 64L << 20;
+    /** Released leases piggybacked on one request at most. */
+    private static final int MAX_RELEASES = 256;
+    /** Marks a missing key in the decoder's result (null means "use GET": the server lacks GET_LARGE). */
+    private static final Object MISSING = new Object();
+
+    private final ClientCore core;
+    /** Leases read and done with, sent with the next GET_LARGE. */
+    private final ConcurrentLinkedQueue<Long> done = new ConcurrentLinkedQueue<>();
+    private final AtomicReference<Registered> bounce = new AtomicReference<>();
+    private final AtomicReference<Registered> destination = new AtomicReference<>();
+    /** Set when the server answered GET_LARGE with an unknown-opcode error: this client then uses GET. */
+    private volatile boolean unsupported;
+    private volatile boolean closed;
+
+    /** A lent value: the server's lease and the descriptor of its memory. */
+    private record Lent(long lease, long length, byte[] descriptor) {
+    }
+
+    /** Memory registered with one connection; {@code owner} keeps a caller's buffer reachable. */
+    private record Registered(Connection connection, MemorySegment segment, RegisteredMemory registration, Arena arena,
+                              Object owner) {
+        void close() {
+            try {
+                registration.close();
+            } finally {
+                if (arena != null) {
+                    arena.close();
+                }
+            }
+        }
+    }
+
+    private static final ClientCore.Decoder<Object> DECODER = (st, r) -> {
+        if (st == ProtocolDescriptor.STATUS_NULL) {
+            return MISSING;
+        }
+        int kind = r.u8("kind");
+        if (kind == ProtocolDescriptor.VALUE_INLINE) {
+            return r.rest();
+        }
+        if (kind != ProtocolDescriptor.VALUE_LENT) {
+            throw new io.rdmastore.client.protocol.ProtocolException("unknown GET_LARGE reply kind " + kind);
+        }
+        return new Lent(r.i64("lease"), r.i64("length"), r.bytes("descriptor", 64 * 1024));
+    };
+
+    LargeValues(ClientCore core) {
+        this.core = core;
+    }
+
+    /** The connection to use GET_LARGE on, or null when GET is the way (tcp, or a server without GET_LARGE). */
+    private Connection usable() {
+        if (unsupported || closed) {
+            return null;
+        }
+        Connection c = core.connection();
+        return "ucx".equals(c.transportName()) ? c : null;
+    }
+
+    /**
+     * GET through GET_LARGE: the value, or null for a missing key; {@code fallback} is what GET would give, used when
+     * GET_LARGE does not apply or the one-sided read failed (the lease then ends with its time-out or connection).
+     */
+    byte[] get(byte[] key, Duration timeout, java.util.function.Supplier<byte[]> fallback) {
+        Connection c = usable();
+        if (c == null) {
+            return fallback.get();
+        }
+        Object r = ask(c, key, timeout);
+        if (r == null) {
+            return fallback.get();
+        }
+        if (r == MISSING) {
+            return null;
+        }
+        if (r instanceof byte[] b) {
+            return b;
+        }
+        Lent lent = (Lent) r;
+        Registered buf = takeBounce(c, lent.length);
+        try {
+            if (!pull(c, lent, buf, 0, timeout)) {
+                return fallback.get();
+            }
+            byte[] out = new byte[(int) lent.length];
+            MemorySegment.copy(buf.segment, ValueLayout.JAVA_BYTE, 0, out, 0, out.length);
+            return out;
+        } finally {
+            done.add(lent.lease);
+            giveBounce(buf);
+        }
+    }
+
+    /**
+     * GET into {@code dst} at its position: the value's length (the position moves past it), or -1 for a missing key.
+     *
+     * @throws IllegalArgumentException when the value is larger than {@code dst.remaining()} (nothing is written)
+     */
+    int get(byte[] key, ByteBuffer dst, Duration timeout, java.util.function.Supplier<byte[]> fallback) {
+        Connection c = dst.isDirect() ? usable() : null;
+        Object r = c == null ? null : ask(c, key, timeout);
+        if (r == null) {
+            r = fallback.get();
+            if (r == null) {
+                r = MISSING;
+            }
+        }
+        if (r == MISSING) {
+            return -1;
+        }
+        if (r instanceof byte[] b) {
+            requireRoom(dst, b.length);
+            dst.put(b);
+            return b.length;
+        }
+        Lent lent = (Lent) r;
+        try {
+            requireRoom(dst, lent.length);
+            Registered reg = takeDestination(c, dst);
+            boolean pulled;
+            try {
+                long offset = MemorySegment.ofBuffer(dst).address() - reg.segment.address();
+                pulled = pull(c, lent, reg, offset, timeout);
+            } finally {
+                park(destination, reg, reg);
+            }
+            if (!pulled) {
+                byte[] b = fallback.get();
+                if (b == null) {
+                    return -1;
+                }
+                requireRoom(dst, b.length);
+                dst.put(b);
+                return b.length;
+            }
+            dst.position(dst.position() + (int) lent.length);
+            return (int) lent.length;
+        } finally {
+            done.add(lent.lease);
+        }
+    }
+
+    private static void requireRoom(ByteBuffer dst, long length) {
+        if (length > dst.remaining()) {
+            throw new IllegalArgumentException("the value is " + length + " bytes; the destination has "
+                + dst.remaining() + " bytes remaining");
+        }
+    }
+
+    /** Sends GET_LARGE with the leases done so far; the decoded reply, or null when the server lacks GET_LARGE. */
+    private Object ask(Connection c, byte[] key, Duration timeout) {
+        long[] ended = drainDone();
+        ClientCore.Call<Object> call = core.call(ProtocolDescriptor.GET_LARGE, w -> {
+            w.bytes(key).i32(ended.length);
+            for (long id : ended) {
+                w.i64(id);
+            }
+        }, DECODER, timeout);
+        try {
+            return core.await(call, timeout);
+        } catch (RdmaStoreServerException e) {
+            if (String.valueOf(e.getMessage()).startsWith("ERR unknown opcode")) {
+                unsupported = true;
+                return null;
+            }
+            throw e;
+        }
+    }
+
+    private long[] drainDone() {
+        if (done.isEmpty()) {
+            return new long[0];
+        }
+        long[] ids = new long[MAX_RELEASES];
+        int n = 0;
+        Long id;
+        while (n < ids.length && (id = done.poll()) != null) {
+            ids[n++] = id;
+        }
+        return java.util.Arrays.copyOf(ids, n);
+    }
+
+    /** One one-sided read of the lent value into {@code local} at {@code offset}; false when it failed. */
+    private boolean pull(Connection c, Lent lent, Registered local, long offset, Duration timeout) {
+        if (lent.length == 0) {
+            return true;
+        }
+        RemoteMemory remote = c.remoteMemory(lent.descriptor);
+        CompletableFuture<Void> f = c.read(remote, 0, local.registration, offset, lent.length);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        int idle = 0;
+        while (!f.isDone()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new RdmaStoreTimeoutException("reading a lent value of " + lent.length + " bytes timed out after "
+                    + timeout.toMillis() + " ms");
+            }
+            idle = ClientCore.idleStep(idle, core.driveIfNeeded());
+        }
+        return !f.isCompletedExceptionally();
+    }
+
+    private Registered takeBounce(Connection c, long length) {
+        Registered b = bounce.getAndSet(null);
+        if (b != null && b.connection == c && b.segment.byteSize() >= length) {
+            return b;
+        }
+        if (b != null) {
+            b.close();
+        }
+        long size = Math.max(64 * 1024, Long.highestOneBit(Math.max(1, length - 1)) << 1);
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment seg = arena.allocate(size, 4096);
+            return new Registered(c, seg, c.register(seg), arena, null);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private void giveBounce(Registered b) {
+        park(bounce, b.segment.byteSize() > MAX_CACHED_BOUNCE ? null : b, b);
+    }
+
+    /** Puts {@code keep} back in {@code slot} for the next call, or closes {@code used} when it cannot stay. */
+    private void park(AtomicReference<Registered> slot, Registered keep, Registered used) {
+        if (keep == null || closed || !slot.compareAndSet(null, keep)) {
+            used.close();
+        } else if (closed && slot.compareAndSet(keep, null)) {
+            keep.close();
+        }
+    }
+
+    /**
+     * The registration of {@code dst}'s whole memory, taken for one call: the cached one when the caller passes the
+     * same buffer again, else a new one. Give it back with {@link #park}.
+     */
+    private Registered takeDestination(Connection c, ByteBuffer dst) {
+        MemorySegment whole = MemorySegment.ofBuffer(dst.duplicate().clear());
+        Registered cached = destination.getAndSet(null);
+        if (cached != null && cached.connection == c && cached.segment.address() == whole.address()
+                && cached.segment.byteSize() == whole.byteSize()) {
+            return cached;
+        }
+        if (cached != null) {
+            cached.close();
+        }
+        return new Registered(c, whole, c.register(whole), null, dst);
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        Registered b = bounce.getAndSet(null);
+        if (b != null) {
+            b.close();
+        }
+        Registered d = destination.getAndSet(null);
+        if (d != null) {
+            d.close();
+        }
+    }
+}
