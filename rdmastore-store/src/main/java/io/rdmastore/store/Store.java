@@ -295,7 +295,7 @@ public final class Store implements AutoCloseable {
         }
         log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd, oplog);
         // blob files written without fsync are forced before any log fsync that could make their records durable
-        log.beforeSync(blobs::syncUnsynced);
+        log.beforeSync(() -> blobs.syncUnsynced(true));
         if (!replay.isEmpty()) {
             // The replayed log decides which blob files go; it must outlive a machine crash first.
             try (FileChannel ch = FileChannel.open(replay.getLast(), StandardOpenOption.WRITE)) {

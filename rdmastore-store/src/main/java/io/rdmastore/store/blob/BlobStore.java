@@ -488,20 +488,34 @@ public final class BlobStore implements AutoCloseable {
      * @throws StoreException when a file cannot be forced (the log then refuses writes)
      */
     public void syncUnsynced() {
+        syncUnsynced(false);
+    }
+
+    /**
+     * As {@link #syncUnsynced()}; with {@code skipUnreferenced} (the log's sync) a version no key holds any more is
+     * not forced: the record that dropped it was appended before this sync, which makes it durable too, so recovery
+     * never serves that version (a file it finds is checked against its CRC and deleted).
+     */
+    public void syncUnsynced(boolean skipUnreferenced) {
         // one at a time: a mark written by a later call must not cover files an earlier call still forces
         synchronized (syncing) {
-            syncUnsyncedNow();
+            syncUnsyncedNow(skipUnreferenced);
         }
     }
 
-    private void syncUnsyncedNow() {
-        List<Path> files;
+    private void syncUnsyncedNow(boolean skipUnreferenced) {
+        List<Path> files = new ArrayList<>();
         long through;
         synchronized (this) {
             if (unsynced.isEmpty() && (syncedFile == null || lastVersion <= syncedThrough)) {
                 return;
             }
-            files = new ArrayList<>(unsynced.values());
+            for (Map.Entry<Long, Path> e : unsynced.entrySet()) {
+                BlobVersion v = versions.get(e.getKey());
+                if (!skipUnreferenced || v == null || v.references() > 0) {
+                    files.add(e.getValue());
+                }
+            }
             unsynced.clear();
             through = lastVersion;
         }
