@@ -20,12 +20,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>{@link #append} never touches the file: it copies a small frame into the active buffer (a pooled 1 MiB direct
  * buffer) under a short lock (callers hold their shard locks, so per-key order in the file is the order of
- * application), and queues a large one ({@value #LARGE_FRAME_BYTES} bytes or more) as it is, without copying it into a
- * buffer. A full buffer is queued and the append goes on in a free one (at most {@value #MAX_BUFFERS} exist); only
+ * application), and queues one larger than a buffer as it is, without copying it. A full buffer is queued and the append goes on in a free one (at most {@value #MAX_BUFFERS} exist); only
  * when every buffer is queued, or {@value #MAX_QUEUED_BYTES} bytes are queued, does an append wait for the writer
  * ({@link #appendWaits()} counts those waits). The queue reaches the file in order, in one gathering {@code write}
  * per batch: by the write-behind thread about {@value #WRITE_BEHIND_MICROS} microseconds after the first frame of the
- * batch (at once when a buffer or a large frame is queued), by {@link #writeTo} and {@link #syncTo} (which many
+ * batch (at once when half the queue's room is taken), by {@link #writeTo} and {@link #syncTo} (which many
  * threads share: group commit), and by {@link #rotate} and {@link #close}. So with {@code everysec} or {@code no} a
  * process crash loses at most the last batch (about a millisecond) and a machine crash about a second; with
  * {@code always} {@link #syncTo} writes and fsyncs before the caller replies.
@@ -40,10 +39,21 @@ final class LogWriter implements AutoCloseable {
     static final int BUFFER_BYTES = 1 << 20;
     /** Most pooled buffers: appends wait when all of them are queued. */
     static final int MAX_BUFFERS = 8;
-    /** Frames from this size on are queued as they are, not copied into a buffer. */
-    static final int LARGE_FRAME_BYTES = 64 * 1024;
+    /**
+     * Frames from this size on (larger than a buffer) are queued as they are, not copied into a buffer. Smaller ones
+     * are copied even when large: the copy into direct memory is made anyway (by the JDK, into a temporary direct
+     * buffer, when a heap array is written), and taking the builder's array costs a fresh one per write; in E2 a
+     * 64-256 KiB PUT spent 1.4-1.9x the server time when such frames were queued as arrays.
+     */
+    static final int LARGE_FRAME_BYTES = BUFFER_BYTES + 1;
     /** Bytes queued (full buffers and large frames) beyond which an append waits for the writer. */
     static final long MAX_QUEUED_BYTES = (long) MAX_BUFFERS * BUFFER_BYTES;
+    /**
+     * Queued bytes from which an append wakes the writer at once instead of leaving the queue to its next round (or
+     * to the appender's own {@code writeTo}): a wake-up per large record would cost a system call and, on a small
+     * machine, a context switch per write.
+     */
+    static final long WAKE_QUEUED_BYTES = MAX_QUEUED_BYTES / 2;
     /** How long the write-behind thread lets a batch gather before writing it. */
     static final long WRITE_BEHIND_MICROS = 1000;
     private static final Logger LOG = LoggerFactory.getLogger(LogWriter.class);
@@ -91,7 +101,7 @@ final class LogWriter implements AutoCloseable {
     private volatile String failure;
     private volatile boolean closed;
     private volatile boolean writerParked;
-    /** A full buffer or a large frame is queued: the writer writes without letting a batch gather. */
+    /** Half the queue's room is taken: the writer writes without letting a batch gather. */
     private volatile boolean urgent;
     private final Thread writeBehind;
     /** Recent frames by position; its last position is the log's. Added to under appendLock. */
@@ -145,7 +155,7 @@ final class LogWriter implements AutoCloseable {
      * Appends a frame sealed by {@link FrameBuilder#sealPositioned}: stamps it with the current term and the next
      * index under the append lock (so indexes follow file order), takes it (a small frame is copied; a large one's
      * array is taken from {@code f}, which gives it up) and returns a ticket for {@link #syncTo}. No system call, except
-     * a wake-up of the writer when a buffer fills; waits only when the queue is full. Nothing is appended if it throws.
+     * a wake-up of the writer when half the queue's room is taken; waits only when the queue is full. Nothing is appended if it throws.
      */
     long append(FrameBuilder f, ByteBuffer frame) {
         return append(frame, f, 0, 0, null);
@@ -172,13 +182,14 @@ final class LogWriter implements AutoCloseable {
                 ByteBuffer whole = kept != null ? ByteBuffer.wrap(kept) : ByteBuffer.wrap(f.detach(), 0, n);
                 queue.add(whole);
                 queuedBytes += n;
-                wake = true;
+                wake = queuedBytes >= WAKE_QUEUED_BYTES;
             } else {
                 wake = false;
                 if (active == null || n > active.remaining()) {
                     awaitRoomLocked(n, true);
-                    wake = queueActiveLocked();
+                    queueActiveLocked();
                     active = takeBufferLocked();
+                    wake = queuedBytes >= WAKE_QUEUED_BYTES;
                 }
                 positionLocked(f, replTerm, replIndex, replFrame, false);
                 active.put(frame);
