@@ -18,16 +18,17 @@ import org.slf4j.LoggerFactory;
 /**
  * Appends frames to the current log segment and forces them to disk. Thread-safe.
  *
- * <p>{@link #append} never touches the file: it copies a small frame into the active buffer (a pooled 1 MiB direct
- * buffer) under a short lock (callers hold their shard locks, so per-key order in the file is the order of
- * application), and queues one larger than a buffer as it is, without copying it. A full buffer is queued and the append goes on in a free one (at most {@value #MAX_BUFFERS} exist); only
- * when every buffer is queued, or {@value #MAX_QUEUED_BYTES} bytes are queued, does an append wait for the writer
- * ({@link #appendWaits()} counts those waits). The queue reaches the file in order, in one gathering {@code write}
- * per batch: by the write-behind thread about {@value #WRITE_BEHIND_MICROS} microseconds after the first frame of the
- * batch (at once when half the queue's room is taken), by {@link #writeTo} and {@link #syncTo} (which many
- * threads share: group commit), and by {@link #rotate} and {@link #close}. So with {@code everysec} or {@code no} a
- * process crash loses at most the last batch (about a millisecond) and a machine crash about a second; with
- * {@code always} {@link #syncTo} writes and fsyncs before the caller replies.
+ * <p>{@link #append} never touches the file: it copies a frame into the active buffer (a pooled 1 MiB direct buffer)
+ * under a short lock (callers hold their shard locks, so per-key order in the file is the order of application), and
+ * queues one larger than a buffer as it is, without copying it. A full buffer is queued and the append goes on in a
+ * free one (at most {@value #MAX_BUFFERS} exist); only when every buffer is queued, or {@value #MAX_QUEUED_BYTES}
+ * bytes are queued, does an append wait for the writer ({@link #appendWaits()} counts those waits). The queue reaches
+ * the file in order, in one gathering {@code write} per batch: by the write-behind thread about
+ * {@value #WRITE_BEHIND_MICROS} microseconds after the first frame of the batch (at once when half the queue's room is
+ * taken), by {@link #writeTo} and {@link #syncTo} (which many threads share: group commit), and by {@link #rotate} and
+ * {@link #close}. So with {@code everysec} or {@code no} a process crash loses at most the last batch (about a
+ * millisecond) and a machine crash about a second; with {@code always} {@link #syncTo} writes and fsyncs before the
+ * caller replies.
  *
  * <p>Lock order: {@code syncLock}, then {@code writeLock} (owns the channel and the batch being written), then
  * {@code appendLock} (owns the active buffer, the queue and the free buffers). {@link #rotate} must be called with
@@ -65,7 +66,7 @@ final class LogWriter implements AutoCloseable {
     private final Object appendLock = new Object();
     private final Object writeLock = new Object();
     private final Object syncLock = new Object();
-    /** Frames appended and not yet queued; null while every buffer is queued or being written. Guarded by appendLock. */
+    /** Frames appended and not yet queued; null while every buffer is queued or written. Guarded by appendLock. */
     private ByteBuffer active;
     /** Empty pooled buffers. Guarded by appendLock. */
     private final ArrayDeque<ByteBuffer> free = new ArrayDeque<>();
@@ -153,9 +154,10 @@ final class LogWriter implements AutoCloseable {
 
     /**
      * Appends a frame sealed by {@link FrameBuilder#sealPositioned}: stamps it with the current term and the next
-     * index under the append lock (so indexes follow file order), takes it (a small frame is copied; a large one's
-     * array is taken from {@code f}, which gives it up) and returns a ticket for {@link #syncTo}. No system call, except
-     * a wake-up of the writer when half the queue's room is taken; waits only when the queue is full. Nothing is appended if it throws.
+     * index under the append lock (so indexes follow file order), takes it (a frame that fits a buffer is copied; a
+     * larger one's array is taken from {@code f}, which gives it up) and returns a ticket for {@link #syncTo}. No
+     * system call, except a wake-up of the writer when half the queue's room is taken; waits only when the queue is
+     * full. Any thread (a transport thread under its shard locks). Nothing is appended if it throws.
      */
     long append(FrameBuilder f, ByteBuffer frame) {
         return append(frame, f, 0, 0, null);

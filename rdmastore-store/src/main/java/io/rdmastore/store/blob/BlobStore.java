@@ -540,8 +540,8 @@ public final class BlobStore implements AutoCloseable {
     }
 
     /**
-     * Creates the synced-through file, durably, before the first write whose fsync is deferred, saying that every version
-     * so far is durable (they were all forced at their commit).
+     * Creates the synced-through file, durably, before the first write whose fsync is deferred, saying that every
+     * version so far is durable (they were all forced at their commit).
      */
     private void openSyncedFile() throws IOException {
         long through;
