@@ -83,7 +83,7 @@ final class ServerCommand implements Callable<Integer> {
     @Option(names = "--max-value-bytes", paramLabel = "SIZE", description = "Largest value (default 512m).")
     String maxValueBytes;
     @Option(names = "--blob-threshold", paramLabel = "SIZE", description = "String values from this size on are"
-        + " stored as blob files and served from a mapping (default 1m).")
+        + " stored as blob files and served from a mapping (default 8m).")
     String blobThreshold;
     @Option(names = "--max-blob-bytes", paramLabel = "SIZE", description = "Largest blob the blob API accepts"
         + " (default 8g); larger puts are refused before any data moves.")

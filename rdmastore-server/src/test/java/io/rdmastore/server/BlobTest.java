@@ -68,6 +68,11 @@ class BlobTest {
         return (int) c.getValue();
     }
 
+    /** These tests were written for a 1 MiB threshold (the default is larger): values from 1 MiB on are files. */
+    private static void mibThreshold(ServerConfig c) {
+        c.blobConfig(new BlobConfig().thresholdBytes(MIB));
+    }
+
     /** Sizes around the client chunk (8 MiB), the server chunk (16 MiB), the threshold (1 MiB) and page sizes. */
     private static List<Long> boundarySizes(long seed) {
         List<Long> sizes = new ArrayList<>(List.of(0L, 1L, 4095L, 4096L, 4097L, MIB - 1, MIB, MIB + 1,
@@ -84,7 +89,8 @@ class BlobTest {
     @MethodSource("transports")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void roundTripsAroundEveryBoundaryCheckedByCrc(String transport) {
-        try (RdmaStoreServer server = TestServers.start(dir, c -> c.blobConfig(new BlobConfig().fsync(false)));
+        try (RdmaStoreServer server = TestServers.start(dir, c -> c.blobConfig(
+                new BlobConfig().thresholdBytes(MIB).fsync(false)));
              RdmaStoreClient client = TestServers.client(server, transport)) {
             assertEquals(transport, client.transport());
             BlobClient blobs = client.blobs();
@@ -124,7 +130,7 @@ class BlobTest {
     @MethodSource("transports")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void filesRoundTrip(String transport) throws Exception {
-        try (RdmaStoreServer server = TestServers.start(dir.resolve("d"), c -> { });
+        try (RdmaStoreServer server = TestServers.start(dir.resolve("d"), BlobTest::mibThreshold);
              RdmaStoreClient client = TestServers.client(server, transport)) {
             BlobClient blobs = client.blobs();
             byte[] data = new byte[(int) (BlobClient.CHUNK_BYTES * 2 + 5)];
@@ -154,7 +160,7 @@ class BlobTest {
     @MethodSource("transports")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void overwriteAndDeleteDuringAReadNeverMixVersions(String transport) throws Exception {
-        try (RdmaStoreServer server = TestServers.start(dir, c -> { });
+        try (RdmaStoreServer server = TestServers.start(dir, BlobTest::mibThreshold);
              RdmaStoreClient reader = TestServers.client(server, transport);
              RdmaStoreClient writer = TestServers.client(server, "tcp")) {
             BlobClient r = reader.blobs();
@@ -192,14 +198,14 @@ class BlobTest {
         byte[] data = new byte[(int) (5 * MIB)];
         new Random(5).nextBytes(data);
         long version;
-        try (RdmaStoreServer server = TestServers.start(dir, c -> { });
+        try (RdmaStoreServer server = TestServers.start(dir, BlobTest::mibThreshold);
              RdmaStoreClient client = TestServers.client(server, "tcp")) {
             client.blobs().put(key("keep"), new byte[10]);
             version = client.blobs().put(key("keep"), data).version();
             client.blobs().put(key("gone"), data);
             client.blobs().delete(key("gone"));
         }
-        try (RdmaStoreServer server = TestServers.start(dir, c -> { });
+        try (RdmaStoreServer server = TestServers.start(dir, BlobTest::mibThreshold);
              RdmaStoreClient client = TestServers.client(server, "tcp")) {
             assertEquals(1, server.blobStore().count());
             assertArrayEquals(data, client.blobs().get(key("keep")));
@@ -212,7 +218,7 @@ class BlobTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void fullDiskAndOversizeBlobsAreRefusedAndKeepTheOldValue() {
-        try (RdmaStoreServer server = TestServers.start(dir, c -> c.blobConfig(new BlobConfig()
+        try (RdmaStoreServer server = TestServers.start(dir, c -> c.blobConfig(new BlobConfig().thresholdBytes(MIB)
                 .maxBlobBytes(32 * MIB).reserveBytes(0).freeSpace(p -> 10 * MIB)));
              RdmaStoreClient client = TestServers.client(server, "tcp")) {
             BlobClient blobs = client.blobs();
@@ -261,7 +267,7 @@ class BlobTest {
         new Random(11).nextBytes(big);
         byte[] big2 = new byte[(int) (3 * MIB)];
         new Random(12).nextBytes(big2);
-        try (RdmaStoreServer server = TestServers.start(dir, c -> { });
+        try (RdmaStoreServer server = TestServers.start(dir, BlobTest::mibThreshold);
              RdmaStoreClient client = TestServers.client(server, transport)) {
             client.set(key("s"), big);
             assertEquals(1, blobFiles(server), "a value from the threshold on is a file");
@@ -296,7 +302,7 @@ class BlobTest {
     @MethodSource("transports")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientKilledMidGetLeavesNoLease(String transport) throws Exception {
-        try (RdmaStoreServer server = TestServers.start(dir, c -> { });
+        try (RdmaStoreServer server = TestServers.start(dir, BlobTest::mibThreshold);
              RdmaStoreClient client = TestServers.client(server, "tcp")) {
             byte[] data = new byte[(int) (40 * MIB)];
             client.blobs().put(key("big"), data);
@@ -322,7 +328,7 @@ class BlobTest {
     @MethodSource("transports")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientKilledMidPutLeavesNoPartialBlob(String transport) throws Exception {
-        try (RdmaStoreServer server = TestServers.start(dir, c -> { });
+        try (RdmaStoreServer server = TestServers.start(dir, BlobTest::mibThreshold);
              RdmaStoreClient client = TestServers.client(server, "tcp")) {
             boolean killedMidTransfer = false;
             for (int attempt = 0; attempt < 3 && !killedMidTransfer; attempt++) {

@@ -20,9 +20,11 @@ final class FrameBuilder {
     /** Offset of the term field of a positioned frame, or -1. */
     private int positionAt = -1;
     private long index;
+    /** The buffer was given away by {@link #detach}: read-only until the next {@link #reset}, which replaces it. */
+    private boolean detached;
 
     FrameBuilder reset() {
-        if (buf.length > KEEP_AT_MOST) {
+        if (buf.length > KEEP_AT_MOST || detached) {
             // One huge value must not pin a huge buffer to a thread for ever.
             buf = new byte[INITIAL];
         }
@@ -30,6 +32,7 @@ final class FrameBuilder {
         ops = 0;
         positionAt = -1;
         index = 0;
+        detached = false;
         return this;
     }
 
@@ -176,6 +179,16 @@ final class FrameBuilder {
     /** The oplog index given by the last {@link #stamp}, 0 if none. */
     long index() {
         return index;
+    }
+
+    /**
+     * Gives away the array holding the stamped frame (its first {@code pos} bytes) instead of copying it: the caller
+     * owns it from now on and this builder never writes it again ({@link #reset} takes a fresh one). Until then
+     * {@link #payload} still reads it.
+     */
+    byte[] detach() {
+        detached = true;
+        return buf;
     }
 
     /** A copy of the sealed frame (header and payload). */

@@ -5,8 +5,11 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
 import org.slf4j.Logger;
@@ -15,21 +18,43 @@ import org.slf4j.LoggerFactory;
 /**
  * Appends frames to the current log segment and forces them to disk. Thread-safe.
  *
- * <p>{@link #append} copies the frame into an in-process buffer under a short lock (callers hold their shard locks,
- * so per-key order in the file is the order of application); it makes no system call. The buffer reaches the file
- * in one {@code write} per batch: by the write-behind thread about {@value #WRITE_BEHIND_MICROS} microseconds after
- * the first frame of the batch, by {@link #syncTo} (which many threads share: group commit), by an append that finds
- * the buffer full, and by {@link #rotate} and {@link #close}. A frame larger than the buffer is written directly.
- * So with {@code everysec} or {@code no} a process crash loses at most the last batch (about a millisecond) and a
- * machine crash about a second; with {@code always} {@link #syncTo} writes and fsyncs before the caller replies.
+ * <p>{@link #append} never touches the file: it copies a frame into the active buffer (a pooled 1 MiB direct buffer)
+ * under a short lock (callers hold their shard locks, so per-key order in the file is the order of application), and
+ * queues one larger than a buffer as it is, without copying it. A full buffer is queued and the append goes on in a
+ * free one (at most {@value #MAX_BUFFERS} exist); only when every buffer is queued, or {@value #MAX_QUEUED_BYTES}
+ * bytes are queued, does an append wait for the writer ({@link #appendWaits()} counts those waits). The queue reaches
+ * the file in order, in one gathering {@code write} per batch: by the write-behind thread about
+ * {@value #WRITE_BEHIND_MICROS} microseconds after the first frame of the batch (at once when half the queue's room is
+ * taken), by {@link #writeTo} and {@link #syncTo} (which many threads share: group commit), and by {@link #rotate} and
+ * {@link #close}. So with {@code everysec} or {@code no} a process crash loses at most the last batch (about a
+ * millisecond) and a machine crash about a second; with {@code always} {@link #syncTo} writes and fsyncs before the
+ * caller replies.
  *
- * <p>Lock order: {@code syncLock}, then {@code writeLock} (owns the channel and the spare buffer), then
- * {@code appendLock} (owns the active buffer). {@link #rotate} must be called with every writer stopped (the store
- * holds all shard locks). Buffers are private direct memory, never handed out.
+ * <p>Lock order: {@code syncLock}, then {@code writeLock} (owns the channel and the batch being written), then
+ * {@code appendLock} (owns the active buffer, the queue and the free buffers). {@link #rotate} must be called with
+ * every writer stopped (the store holds all shard locks). Buffers are private direct memory, never handed out; a
+ * queued large frame is an array nobody changes any more (the oplog may share it).
  */
 final class LogWriter implements AutoCloseable {
-    /** Size of each of the two append buffers. */
+    /** Size of each pooled append buffer. */
     static final int BUFFER_BYTES = 1 << 20;
+    /** Most pooled buffers: appends wait when all of them are queued. */
+    static final int MAX_BUFFERS = 8;
+    /**
+     * Frames from this size on (larger than a buffer) are queued as they are, not copied into a buffer. Smaller ones
+     * are copied even when large: the copy into direct memory is made anyway (by the JDK, into a temporary direct
+     * buffer, when a heap array is written), and taking the builder's array costs a fresh one per write; in E2 a
+     * 64-256 KiB PUT spent 1.4-1.9x the server time when such frames were queued as arrays.
+     */
+    static final int LARGE_FRAME_BYTES = BUFFER_BYTES + 1;
+    /** Bytes queued (full buffers and large frames) beyond which an append waits for the writer. */
+    static final long MAX_QUEUED_BYTES = (long) MAX_BUFFERS * BUFFER_BYTES;
+    /**
+     * Queued bytes from which an append wakes the writer at once instead of leaving the queue to its next round (or
+     * to the appender's own {@code writeTo}): a wake-up per large record would cost a system call and, on a small
+     * machine, a context switch per write.
+     */
+    static final long WAKE_QUEUED_BYTES = MAX_QUEUED_BYTES / 2;
     /** How long the write-behind thread lets a batch gather before writing it. */
     static final long WRITE_BEHIND_MICROS = 1000;
     private static final Logger LOG = LoggerFactory.getLogger(LogWriter.class);
@@ -41,17 +66,28 @@ final class LogWriter implements AutoCloseable {
     private final Object appendLock = new Object();
     private final Object writeLock = new Object();
     private final Object syncLock = new Object();
-    /** Frames appended and not yet handed to the OS. Guarded by appendLock. */
-    private ByteBuffer active = ByteBuffer.allocateDirect(BUFFER_BYTES);
-    /** Empty whenever writeLock is free. Guarded by writeLock. */
-    private ByteBuffer spare = ByteBuffer.allocateDirect(BUFFER_BYTES);
+    /** Frames appended and not yet queued; null while every buffer is queued or written. Guarded by appendLock. */
+    private ByteBuffer active;
+    /** Empty pooled buffers. Guarded by appendLock. */
+    private final ArrayDeque<ByteBuffer> free = new ArrayDeque<>();
+    /** Pooled buffers in existence (active, free, queued or being written). Guarded by appendLock. */
+    private int buffers;
+    /** Full buffers (flipped) and large frames waiting for the file, in append order. Guarded by appendLock. */
+    private final ArrayDeque<ByteBuffer> queue = new ArrayDeque<>();
+    /** Bytes in {@link #queue} and in the batch being written. Guarded by appendLock. */
+    private long queuedBytes;
+    /** Appenders waiting in {@link #awaitRoomLocked}. Guarded by appendLock. */
+    private int waiters;
+    private final LongAdder appendWaits = new LongAdder();
+    /** The batch the holder of writeLock writes; reused. Guarded by writeLock. */
+    private final ArrayList<ByteBuffer> batch = new ArrayList<>();
     /** Guarded by writeLock. */
     private FileChannel channel;
     /**
      * Segments {@link #rotate} switched away from, not yet forced and closed, and where the last of them ends in
      * {@code writtenTotal} terms. Guarded by writeLock; emptied under syncLock ({@link #finishRotation}).
      */
-    private final java.util.ArrayDeque<FileChannel> retiring = new java.util.ArrayDeque<>();
+    private final ArrayDeque<FileChannel> retiring = new ArrayDeque<>();
     private long retiringEnd;
     /** The current segment was created by a rotation whose creation is not yet durable. Guarded by writeLock. */
     private boolean segmentCreationPending;
@@ -66,6 +102,8 @@ final class LogWriter implements AutoCloseable {
     private volatile String failure;
     private volatile boolean closed;
     private volatile boolean writerParked;
+    /** Half the queue's room is taken: the writer writes without letting a batch gather. */
+    private volatile boolean urgent;
     private final Thread writeBehind;
     /** Recent frames by position; its last position is the log's. Added to under appendLock. */
     private final Oplog oplog;
@@ -74,6 +112,8 @@ final class LogWriter implements AutoCloseable {
     /** Position of the newest frame appended. Guarded by appendLock. */
     private long lastIndex;
     private long lastTerm;
+    /** Run under syncLock before each fsync of the log: makes durable what its records name (blob files). */
+    private volatile Runnable beforeSync;
 
     /** Opens segment {@code id} for append at {@code validEnd} (cutting anything after it), or creates it. */
     LogWriter(Path dir, long id, long validEnd, Oplog oplog) throws IOException {
@@ -83,6 +123,8 @@ final class LogWriter implements AutoCloseable {
         this.lastTerm = oplog.lastTerm();
         this.term = lastTerm;
         this.segmentId = id;
+        active = ByteBuffer.allocateDirect(BUFFER_BYTES);
+        buffers = 1;
         Path file = dir.resolve(LogDescriptor.segmentName(id));
         channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
                 StandardOpenOption.WRITE);
@@ -103,9 +145,19 @@ final class LogWriter implements AutoCloseable {
     }
 
     /**
+     * Sets what runs before each fsync of the log (under the sync lock, on the syncing thread): it must make durable
+     * whatever the records written so far name outside the log. Set once, before writes begin.
+     */
+    void beforeSync(Runnable r) {
+        beforeSync = r;
+    }
+
+    /**
      * Appends a frame sealed by {@link FrameBuilder#sealPositioned}: stamps it with the current term and the next
-     * index under the append lock (so indexes follow file order), copies it, and returns a ticket for
-     * {@link #syncTo}. Nothing is appended if it throws.
+     * index under the append lock (so indexes follow file order), takes it (a frame that fits a buffer is copied; a
+     * larger one's array is taken from {@code f}, which gives it up) and returns a ticket for {@link #syncTo}. No
+     * system call, except a wake-up of the writer when half the queue's room is taken; waits only when the queue is
+     * full. Any thread (a transport thread under its shard locks). Nothing is appended if it throws.
      */
     long append(FrameBuilder f, ByteBuffer frame) {
         return append(frame, f, 0, 0, null);
@@ -113,7 +165,7 @@ final class LogWriter implements AutoCloseable {
 
     /**
      * Appends a frame received from the primary, already stamped with {@code (term, index)}; {@code index} must follow
-     * the last one. The oplog keeps {@code frame} itself: the caller gives it up.
+     * the last one. The log and the oplog keep {@code frame} itself: the caller gives it up.
      */
     long appendReplicated(byte[] frame, long frameTerm, long index) {
         return append(ByteBuffer.wrap(frame), null, frameTerm, index, frame);
@@ -121,50 +173,123 @@ final class LogWriter implements AutoCloseable {
 
     private long append(ByteBuffer frame, FrameBuilder f, long replTerm, long replIndex, byte[] replFrame) {
         int n = frame.remaining();
+        boolean wake;
         long ticket;
         synchronized (appendLock) {
             checkWritable();
-            if (n <= active.remaining()) {
-                positionLocked(f, replTerm, replIndex, replFrame);
-                active.put(frame);
-                ticket = appendedTotal + n;
-                appendedTotal = ticket;
+            if (n >= LARGE_FRAME_BYTES) {
+                awaitRoomLocked(n, false);
+                byte[] kept = positionLocked(f, replTerm, replIndex, replFrame, true);
+                queueActiveLocked();
+                ByteBuffer whole = kept != null ? ByteBuffer.wrap(kept) : ByteBuffer.wrap(f.detach(), 0, n);
+                queue.add(whole);
+                queuedBytes += n;
+                wake = queuedBytes >= WAKE_QUEUED_BYTES;
             } else {
-                ticket = -1;
+                wake = false;
+                if (active == null || n > active.remaining()) {
+                    awaitRoomLocked(n, true);
+                    queueActiveLocked();
+                    active = takeBufferLocked();
+                    wake = queuedBytes >= WAKE_QUEUED_BYTES;
+                }
+                positionLocked(f, replTerm, replIndex, replFrame, false);
+                active.put(frame);
             }
+            ticket = appendedTotal + n;
+            appendedTotal = ticket;
         }
-        if (ticket < 0) {
-            ticket = appendSlow(frame, n, f, replTerm, replIndex, replFrame);
-        }
-        if (writerParked) {
+        if (wake) {
+            urgent = true;
+            LockSupport.unpark(writeBehind);
+        } else if (writerParked) {
             LockSupport.unpark(writeBehind);
         }
         return ticket;
     }
 
-    /** Gives the frame its position (and the oplog its copy). The caller holds appendLock and appends it next. */
-    private void positionLocked(FrameBuilder f, long replTerm, long replIndex, byte[] replFrame) {
+    /**
+     * Waits until a frame of {@code n} bytes may be queued: for a free (or new) buffer when {@code buffer}, else until
+     * the queue has room for it (an empty queue always has). Counts a wait. The caller holds appendLock.
+     */
+    private void awaitRoomLocked(int n, boolean buffer) {
+        boolean counted = false;
+        while (buffer ? free.isEmpty() && buffers >= MAX_BUFFERS
+                : queuedBytes > 0 && queuedBytes + n > MAX_QUEUED_BYTES) {
+            if (!counted) {
+                appendWaits.increment();
+                counted = true;
+            }
+            if (active != null && active.position() > 0) {
+                // what is buffered goes first: the writer may take it while we wait
+                queueActiveLocked();
+            }
+            LockSupport.unpark(writeBehind);
+            waiters++;
+            try {
+                appendLock.wait(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new StoreException("interrupted while waiting for the log writer");
+            } finally {
+                waiters--;
+            }
+            checkWritable();
+        }
+    }
+
+    /** Queues the active buffer when it holds frames; true if it did. The caller holds appendLock. */
+    private boolean queueActiveLocked() {
+        if (active == null || active.position() == 0) {
+            return false;
+        }
+        active.flip();
+        queue.add(active);
+        queuedBytes += active.remaining();
+        active = null;
+        return true;
+    }
+
+    /** A free buffer, allocating one while fewer than the most exist; null when none is free. Under appendLock. */
+    private ByteBuffer takeBufferLocked() {
+        ByteBuffer b = free.poll();
+        if (b == null && buffers < MAX_BUFFERS) {
+            b = ByteBuffer.allocateDirect(BUFFER_BYTES);
+            buffers++;
+        }
+        return b;
+    }
+
+    /**
+     * Gives the frame its position (and the oplog its copy). The caller holds appendLock and appends it next. Returns,
+     * when {@code keep}, an array holding exactly the frame that nobody changes any more (the oplog's copy, the
+     * replicated frame), or null when there is none (the caller then takes the builder's).
+     */
+    private byte[] positionLocked(FrameBuilder f, long replTerm, long replIndex, byte[] replFrame, boolean keep) {
         if (f != null) {
             long t = term;
             long i = lastIndex + 1;
             f.stamp(t, i);
+            byte[] copy = null;
             if (oplog.retains()) {
                 // A standalone store keeps no window: its position lives here alone, no monitor per write.
-                oplog.add(t, i, f.frameCopy());
+                copy = f.frameCopy();
+                oplog.add(t, i, copy);
             }
             lastTerm = t;
             lastIndex = i;
-        } else {
-            if (replIndex != lastIndex + 1) {
-                throw new StoreException("replicated frame at index " + replIndex + " does not follow this log's "
-                    + lastIndex);
-            }
-            if (oplog.retains()) {
-                oplog.add(replTerm, replIndex, replFrame);
-            }
-            lastTerm = replTerm;
-            lastIndex = replIndex;
+            return keep ? copy : null;
         }
+        if (replIndex != lastIndex + 1) {
+            throw new StoreException("replicated frame at index " + replIndex + " does not follow this log's "
+                + lastIndex);
+        }
+        if (oplog.retains()) {
+            oplog.add(replTerm, replIndex, replFrame);
+        }
+        lastTerm = replTerm;
+        lastIndex = replIndex;
+        return replFrame;
     }
 
     /** Position of the newest frame appended: {term, index}. */
@@ -208,40 +333,6 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
-    /** The buffer is too full for the frame: write it out, then buffer the frame or write it directly. */
-    private long appendSlow(ByteBuffer frame, int n, FrameBuilder f, long replTerm, long replIndex, byte[] replFrame) {
-        synchronized (writeLock) {
-            drainLocked();
-            synchronized (appendLock) {
-                checkWritable();
-                positionLocked(f, replTerm, replIndex, replFrame);
-                if (n <= active.remaining()) {
-                    active.put(frame);
-                    appendedTotal += n;
-                    return appendedTotal;
-                }
-                if (active.position() != 0) {
-                    // Others refilled it since the drain; write theirs first so the file keeps append order.
-                    writeOut(active, appendedTotal);
-                }
-                long start = filePosition;
-                try {
-                    while (frame.hasRemaining()) {
-                        filePosition += channel.write(frame);
-                    }
-                } catch (IOException e) {
-                    // The frame has its index already: later frames may not follow a hole, so refuse them.
-                    failure = "log append failed: " + e;
-                    undo(start);
-                    throw new StoreException("log append failed: " + e.getMessage(), e);
-                }
-                appendedTotal += n;
-                writtenTotal = appendedTotal;
-                return appendedTotal;
-            }
-        }
-    }
-
     /** Throws as an append would when the log refuses writes (a failed write, closed). Any thread. */
     void ensureWritable() {
         checkWritable();
@@ -256,29 +347,39 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
-    /** Hands everything buffered so far to the OS. The caller holds writeLock. */
+    /**
+     * Hands everything appended so far to the OS: the queue and the active buffer, in append order, in one gathering
+     * write. The caller holds writeLock; appends go on meanwhile in free buffers.
+     */
     private void drainLocked() {
-        ByteBuffer full;
         long target;
+        long bytes = 0;
+        ByteBuffer[] pieces;
         synchronized (appendLock) {
-            if (active.position() == 0) {
+            queueActiveLocked();
+            if (queue.isEmpty()) {
                 return;
             }
-            full = active;
-            active = spare;
-            spare = full;
+            batch.addAll(queue);
+            queue.clear();
             target = appendedTotal;
+            urgent = false;
+            if (active == null) {
+                active = takeBufferLocked();
+            }
         }
-        writeOut(full, target);
-    }
-
-    /** Writes {@code b} (filled, not flipped) to the file and clears it. The caller holds writeLock. */
-    private void writeOut(ByteBuffer b, long target) {
+        pieces = batch.toArray(new ByteBuffer[0]);
+        for (ByteBuffer b : pieces) {
+            bytes += b.remaining();
+        }
         long start = filePosition;
-        b.flip();
         try {
-            while (b.hasRemaining()) {
-                filePosition += channel.write(b);
+            int first = 0;
+            while (first < pieces.length) {
+                filePosition += channel.write(pieces, first, pieces.length - first);
+                while (first < pieces.length && !pieces[first].hasRemaining()) {
+                    first++;
+                }
             }
             writtenTotal = target;
         } catch (IOException e) {
@@ -287,8 +388,29 @@ final class LogWriter implements AutoCloseable {
             undo(start);
             throw new StoreException("log write failed: " + e.getMessage(), e);
         } finally {
-            b.clear();
+            synchronized (appendLock) {
+                for (ByteBuffer b : batch) {
+                    if (b.isDirect() && b.capacity() == BUFFER_BYTES) {
+                        b.clear();
+                        if (active == null) {
+                            active = b;
+                        } else {
+                            free.add(b);
+                        }
+                    }
+                }
+                queuedBytes -= bytes;
+                batch.clear();
+                if (waiters > 0) {
+                    appendLock.notifyAll();
+                }
+            }
         }
+    }
+
+    /** Appenders that had to wait for a free buffer or for room in the queue, since open. Any thread. */
+    long appendWaits() {
+        return appendWaits.sum();
     }
 
     /** Cuts a half-written batch: followed by later good frames it would look like corruption in the middle. */
@@ -320,7 +442,7 @@ final class LogWriter implements AutoCloseable {
                 writerParked = false;
                 continue;
             }
-            if (emptyRounds == 0 || emptyRounds >= POLL_ROUNDS_BEFORE_IDLE) {
+            if (!urgent && (emptyRounds == 0 || emptyRounds >= POLL_ROUNDS_BEFORE_IDLE)) {
                 // Let the batch gather: one write per interval instead of one per frame.
                 LockSupport.parkNanos(this, TimeUnit.MICROSECONDS.toNanos(WRITE_BEHIND_MICROS));
             }
@@ -351,6 +473,10 @@ final class LogWriter implements AutoCloseable {
                 drainLocked();
             }
         }
+        if (writtenTotal < ticket && failure != null) {
+            // another thread's write of these frames failed
+            throw new StoreException("MISCONF the log is not writable: " + failure);
+        }
     }
 
     /** Returns once everything up to {@code ticket} is on stable storage. */
@@ -365,7 +491,9 @@ final class LogWriter implements AutoCloseable {
             if (failure != null) {
                 throw new StoreException("MISCONF the log is not writable: " + failure);
             }
-            // a rotation's old segment first: the new one's writes may not be durable before its
+            // what the records name first, then a rotation's old segment: the new one's writes may not be durable
+            // before its
+            runBeforeSyncLocked();
             finishRotationLocked();
             long target;
             FileChannel ch;
@@ -435,7 +563,26 @@ final class LogWriter implements AutoCloseable {
      */
     void finishRotation() {
         synchronized (syncLock) {
+            runBeforeSyncLocked();
             finishRotationLocked();
+        }
+    }
+
+    /**
+     * Makes durable what the records appended so far name (the {@link #beforeSync} action): it runs before the log
+     * is forced, so no durable record names a file that is not. The caller holds syncLock.
+     */
+    private void runBeforeSyncLocked() {
+        Runnable r = beforeSync;
+        if (r == null) {
+            return;
+        }
+        try {
+            r.run();
+        } catch (RuntimeException e) {
+            // the records written since cannot be made durable without their files: refuse writes, as a failed fsync
+            failure = "fsync of blob files failed: " + e;
+            throw new StoreException("log fsync failed: " + failure, e);
         }
     }
 
@@ -449,7 +596,7 @@ final class LogWriter implements AutoCloseable {
             if (retiring.isEmpty() && !segmentCreationPending) {
                 return;
             }
-            old = new java.util.ArrayList<>(retiring);
+            old = new ArrayList<>(retiring);
             retiring.clear();
             created = segmentCreationPending;
             segmentCreationPending = false;
@@ -477,6 +624,16 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs {@code r} holding the write lock: no batch reaches the file meanwhile while appends go on. For tests that
+     * need a slow disk or a failing file ({@code r} gets the current channel).
+     */
+    void holdingWrites(java.util.function.Consumer<FileChannel> r) {
+        synchronized (writeLock) {
+            r.accept(channel);
+        }
+    }
+
     long segmentId() {
         synchronized (writeLock) {
             return segmentId;
@@ -487,7 +644,7 @@ final class LogWriter implements AutoCloseable {
     long currentSegmentBytes() {
         synchronized (writeLock) {
             synchronized (appendLock) {
-                return filePosition + active.position();
+                return filePosition + queuedBytes + (active == null ? 0 : active.position());
             }
         }
     }
@@ -503,6 +660,7 @@ final class LogWriter implements AutoCloseable {
         }
         synchronized (syncLock) {
             if (failure == null) {
+                runBeforeSyncLocked();
                 finishRotationLocked();
             } else {
                 synchronized (writeLock) {

@@ -294,6 +294,8 @@ public final class Store implements AutoCloseable {
             validEnd = o.validEnd();
         }
         log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd, oplog);
+        // blob files written without fsync are forced before any log fsync that could make their records durable
+        log.beforeSync(() -> blobs.syncUnsynced(true));
         if (!replay.isEmpty()) {
             // The replayed log decides which blob files go; it must outlive a machine crash first.
             try (FileChannel ch = FileChannel.open(replay.getLast(), StandardOpenOption.WRITE)) {
@@ -1302,7 +1304,8 @@ public final class Store implements AutoCloseable {
             blobs.abort(w);
             throw e;
         }
-        return blobs.commit(w, null);
+        // With always the file is forced here; otherwise by the log before its next fsync (so, per the policy).
+        return blobs.commit(w, null, config.fsync() != FsyncPolicy.ALWAYS);
     }
 
     /** A string value as a new array, refused when it is larger than a reply may be (a blob can be). */
@@ -2497,6 +2500,8 @@ public final class Store implements AutoCloseable {
                 LogWriter.writeFully(ch, ByteBuffer.wrap(b), pos[0]);
                 pos[0] += b.length;
             }
+            // the blob files it names first (those written without fsync since the rotation)
+            blobs.syncUnsynced();
             ch.force(true);
         } catch (IOException | RuntimeException e) {
             Files.deleteIfExists(tmp);
@@ -2536,7 +2541,7 @@ public final class Store implements AutoCloseable {
         }
         return new StoreStats(keyspace.keys.get(), keyspace.expires.get(), keyspace.memory.usedBytes(), logBytes(),
                 lastSnapshotMillis, config.fsync(), changesSinceSave.get(), documents.collections.size(),
-                documents.documents.get(), inProgress);
+                documents.documents.get(), inProgress, log.appendWaits());
     }
 
     // =====================================================================================================

@@ -14,8 +14,9 @@ package io.rdmastore.store;
  * @param collections             document collections
  * @param documents               documents over all collections
  * @param snapshotInProgress      whether a snapshot is being written now
+ * @param logAppendWaits          appends that waited for the log writer (every append buffer queued), since open
  */
 public record StoreStats(long keys, long expires, long usedOffHeapBytes, long logBytes, long lastSnapshotEpochMillis,
                          FsyncPolicy fsync, long changesSinceLastSave, long collections, long documents,
-                         boolean snapshotInProgress) {
+                         boolean snapshotInProgress, long logAppendWaits) {
 }

@@ -32,8 +32,8 @@ public final class CrashWriter {
     public static void main(String[] args) {
         Path dir = Path.of(args[0]);
         int i = Integer.parseInt(args[1]);
-        if (args.length > 2 && args[2].equals("blobs")) {
-            blobs(dir, i);
+        if (args.length > 2 && args[2].startsWith("blobs")) {
+            blobs(dir, i, args[2].equals("blobs-everysec") ? FsyncPolicy.EVERYSEC : FsyncPolicy.ALWAYS);
             return;
         }
         try (Store st = Store.open(new StoreConfig().dataDir(dir).fsync(FsyncPolicy.ALWAYS)
@@ -55,9 +55,12 @@ public final class CrashWriter {
         }
     }
 
-    /** Overwrites {@value #BLOB_KEYS} keys with blob values (fsync=always): no file may go before the log drops it. */
-    private static void blobs(Path dir, int i) {
-        try (Store st = Store.open(new StoreConfig().dataDir(dir).fsync(FsyncPolicy.ALWAYS).snapshotLogBytes(4096)
+    /**
+     * Overwrites {@value #BLOB_KEYS} keys with blob values: no file may go before the log drops it. With everysec the
+     * files are written without fsync and forced by the log's syncer.
+     */
+    private static void blobs(Path dir, int i, FsyncPolicy fsync) {
+        try (Store st = Store.open(new StoreConfig().dataDir(dir).fsync(fsync).snapshotLogBytes(4096)
                 .blobs(new io.rdmastore.store.blob.BlobConfig().thresholdBytes(BLOB_THRESHOLD).reserveBytes(0)))) {
             System.out.println("ready");
             System.out.flush();

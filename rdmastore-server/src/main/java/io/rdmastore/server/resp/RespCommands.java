@@ -768,6 +768,7 @@ final class RespCommands {
         persistence.put("aof_enabled", "1");
         persistence.put("aof_current_size", Long.toString(st.logBytes()));
         persistence.put("appendfsync", String.valueOf(st.fsync()).toLowerCase(Locale.ROOT));
+        persistence.put("log_append_waits", Long.toString(st.logAppendWaits()));
         persistence.put("blob_files", Integer.toString(store.blobs().count()));
         persistence.put("blob_bytes", Long.toString(store.blobs().bytes()));
         persistence.put("blob_threshold", Long.toString(store.blobs().config().thresholdBytes()));

@@ -12,8 +12,11 @@ import java.util.function.ToLongFunction;
  * <p>Threads: configure on one thread before {@link BlobStore#open(BlobConfig)}; read-only afterwards.
  */
 public final class BlobConfig implements Cloneable {
-    /** Default size from which a string value is stored as a blob file: 1 MiB. */
-    public static final long DEFAULT_THRESHOLD_BYTES = 1L << 20;
+    /**
+     * Default size from which a string value is stored as a blob file: 8 MiB, above the values SET routinely writes,
+     * which stay in memory and in the log.
+     */
+    public static final long DEFAULT_THRESHOLD_BYTES = 8L << 20;
     /** Default largest blob: 8 GiB. */
     public static final long DEFAULT_MAX_BLOB_BYTES = 8L << 30;
     /** Default free space kept on the disk beyond a new blob: 64 MiB. */
@@ -33,7 +36,7 @@ public final class BlobConfig implements Cloneable {
 
     /**
      * String values of at least this many bytes (written by SET, MSET, the RESP face or the blob API) are stored as
-     * blob files and served from a mapping; smaller ones live in memory. At least 1; default 1 MiB.
+     * blob files and served from a mapping; smaller ones live in memory. At least 1; default 8 MiB.
      */
     public BlobConfig thresholdBytes(long thresholdBytes) {
         this.thresholdBytes = thresholdBytes;

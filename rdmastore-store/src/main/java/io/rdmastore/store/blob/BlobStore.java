@@ -42,6 +42,11 @@ public final class BlobStore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(BlobStore.class);
     private static final HexFormat HEX = HexFormat.of();
     private static final String SUFFIX = ".blob";
+    /**
+     * Suffix of the file beside the blob directory ({@code blobs.synced-through}) holding {@code syncedThrough}
+     * (int64) and its complement (int64), little-endian. Beside it, not in it: the directory holds blob files only.
+     */
+    static final String SYNCED_FILE = ".synced-through";
 
     private final BlobConfig config;
     private final Path dir;
@@ -58,6 +63,18 @@ public final class BlobStore implements AutoCloseable {
     private boolean closed;
     private Thread reaper;
     private Runnable makeLogDurable;
+    /** Versions committed without fsync ({@link #commit(BlobWrite, Integer, boolean)}), by version. Guarded by this. */
+    private final Map<Long, Path> unsynced = new HashMap<>();
+    private final Object syncing = new Object();
+    /**
+     * Every version up to this one is durable (or deleted), as the synced-through file says on disk; Long.MAX_VALUE
+     * when that file is absent (no write was ever deferred). Guarded by this.
+     */
+    private long syncedThrough;
+    /** What the file said at open: recovery checks the CRC of the versions above it. */
+    private final long syncedThroughAtOpen;
+    /** The open synced-through file, created before the first deferred write. Used under syncLock of the log. */
+    private FileChannel syncedFile;
 
     /**
      * A blob file in the format written before blobs were named by the log ({@code <keyhex>.<version>.<crc>.blob},
@@ -104,6 +121,29 @@ public final class BlobStore implements AutoCloseable {
         }
         legacy.sort(Comparator.comparingLong(LegacyBlob::version).reversed());
         discardedAtOpen = discarded;
+        syncedThroughAtOpen = readSyncedThrough(syncedFilePath());
+        syncedThrough = syncedThroughAtOpen;
+    }
+
+    private Path syncedFilePath() {
+        return dir.resolveSibling(dir.getFileName() + SYNCED_FILE);
+    }
+
+    /** The mark in the synced-through file: Long.MAX_VALUE when absent, 0 (check everything) when unreadable. */
+    private static long readSyncedThrough(Path file) throws IOException {
+        if (!Files.exists(file)) {
+            return Long.MAX_VALUE;
+        }
+        byte[] b = Files.readAllBytes(file);
+        if (b.length >= 16) {
+            java.nio.ByteBuffer bb = java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            long v = bb.getLong(0);
+            if (bb.getLong(8) == ~v) {
+                return v;
+            }
+        }
+        LOG.warn("{} is damaged: the content of every blob file the log names is checked", file);
+        return 0;
     }
 
     /**
@@ -169,6 +209,11 @@ public final class BlobStore implements AutoCloseable {
                 long size = Files.size(p);
                 if (size != length) {
                     LOG.error("blob file {} holds {} bytes but the log says {}", p, size, length);
+                    missing = true;
+                } else if (version > syncedThroughAtOpen && !contentMatches(p, length, crc32c)) {
+                    // written without fsync before a crash: the record reached the disk, the content did not all
+                    LOG.error("blob file {} does not hold what the log says (CRC32C {}): its write was not durable"
+                        + " when the machine stopped", p, String.format("%08x", crc32c));
                     missing = true;
                 }
             } catch (IOException e) {
@@ -246,11 +291,12 @@ public final class BlobStore implements AutoCloseable {
 
     /** As {@link #seal(BlobWrite, int)}; {@code verified}: the caller checked the CRC32C as the bytes arrived. */
     public Sealed seal(BlobWrite w, int expectedCrc32c, boolean verified) {
-        return sealWrite(w, expectedCrc32c, verified);
+        return sealWrite(w, expectedCrc32c, verified, true);
     }
 
     /** CRC check (against {@code expected} unless null), fsync, unmap, close; aborts the write on failure. */
-    private Sealed sealWrite(BlobWrite w, Integer expected, boolean verified) {
+    private Sealed sealWrite(BlobWrite w, Integer expected, boolean verified, boolean sync) {
+        boolean fsync = sync && config.fsync();
         if (w.finished) {
             throw new IllegalStateException("blob write already finished");
         }
@@ -258,12 +304,12 @@ public final class BlobStore implements AutoCloseable {
             long t0 = System.nanoTime();
             int crc = verified ? expected : verifiedCrc32c(w, expected);
             long t1 = System.nanoTime();
-            if (config.fsync() && w.length > 0) {
+            if (fsync && w.length > 0) {
                 w.segment.force();
             }
             w.finished = true;
             w.arena.close();
-            if (config.fsync()) {
+            if (fsync) {
                 w.channel.force(true);
             }
             w.channel.close();
@@ -425,10 +471,125 @@ public final class BlobStore implements AutoCloseable {
             return false;
         }
         versions.remove(v.version(), v);
+        synchronized (this) {
+            unsynced.remove(v.version());
+        }
         if (!v.missing()) {
             deleteQuietly(v.file());
         }
         return true;
+    }
+
+    /**
+     * Forces the files committed without fsync so far, then their directory, then records that every version up to
+     * the newest is durable. The store's log runs it before each fsync, and a snapshot before it is forced, so a
+     * durable record never names a file that is not. Any thread; calls run one at a time.
+     *
+     * @throws StoreException when a file cannot be forced (the log then refuses writes)
+     */
+    public void syncUnsynced() {
+        syncUnsynced(false);
+    }
+
+    /**
+     * As {@link #syncUnsynced()}; with {@code skipUnreferenced} (the log's sync) a version no key holds any more is
+     * not forced: the record that dropped it was appended before this sync, which makes it durable too, so recovery
+     * never serves that version (a file it finds is checked against its CRC and deleted).
+     */
+    public void syncUnsynced(boolean skipUnreferenced) {
+        // one at a time: a mark written by a later call must not cover files an earlier call still forces
+        synchronized (syncing) {
+            syncUnsyncedNow(skipUnreferenced);
+        }
+    }
+
+    private void syncUnsyncedNow(boolean skipUnreferenced) {
+        List<Path> files = new ArrayList<>();
+        long through;
+        synchronized (this) {
+            if (unsynced.isEmpty() && (syncedFile == null || lastVersion <= syncedThrough)) {
+                return;
+            }
+            for (Map.Entry<Long, Path> e : unsynced.entrySet()) {
+                BlobVersion v = versions.get(e.getKey());
+                if (!skipUnreferenced || v == null || v.references() > 0) {
+                    files.add(e.getValue());
+                }
+            }
+            unsynced.clear();
+            through = lastVersion;
+        }
+        try {
+            for (Path p : files) {
+                try (FileChannel ch = FileChannel.open(p, StandardOpenOption.WRITE)) {
+                    ch.force(true);
+                } catch (java.nio.file.NoSuchFileException gone) {
+                    // deleted by the reaper meanwhile: nothing names it durably
+                }
+            }
+            fsyncDirectory();
+            writeSyncedThrough(through);
+        } catch (IOException e) {
+            throw new StoreException("cannot make blob files durable in " + dir + ": " + e, e);
+        }
+    }
+
+    /** Versions committed without fsync and not yet forced. */
+    public synchronized int unsyncedCount() {
+        return unsynced.size();
+    }
+
+    /**
+     * Creates the synced-through file, durably, before the first write whose fsync is deferred, saying that every
+     * version so far is durable (they were all forced at their commit).
+     */
+    private void openSyncedFile() throws IOException {
+        long through;
+        synchronized (this) {
+            if (syncedFile != null) {
+                return;
+            }
+            through = lastVersion;
+        }
+        FileChannel ch = FileChannel.open(syncedFilePath(), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        synchronized (this) {
+            if (syncedFile != null) {
+                ch.close();
+                return;
+            }
+            syncedFile = ch;
+            writeSyncedThroughLocked(Math.min(through, syncedThrough));
+            fsyncDirectory(dir.getParent());
+        }
+    }
+
+    private synchronized void writeSyncedThrough(long through) throws IOException {
+        writeSyncedThroughLocked(through);
+    }
+
+    private void writeSyncedThroughLocked(long through) throws IOException {
+        if (syncedFile == null || !syncedFile.isOpen()) {
+            return;
+        }
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(16).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.putLong(0, through).putLong(8, ~through);
+        while (b.hasRemaining()) {
+            syncedFile.write(b, b.position());
+        }
+        syncedFile.force(true);
+        syncedThrough = through;
+    }
+
+    /** Whether the file holds {@code length} bytes whose CRC32C is {@code crc32c}. */
+    private static boolean contentMatches(Path p, long length, int crc32c) {
+        if (length == 0) {
+            return true;
+        }
+        try (Arena a = Arena.ofConfined(); FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+            return crc32c(ch.map(FileChannel.MapMode.READ_ONLY, 0, length, a)) == crc32c;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** Checks a blob's length against the limit. */
@@ -502,7 +663,25 @@ public final class BlobStore implements AutoCloseable {
      * @throws StoreException on a CRC mismatch or an I/O failure; the write is then aborted and nothing stored
      */
     public BlobVersion commit(BlobWrite w, Integer expectedCrc32c) {
-        Sealed sealed = sealWrite(w, expectedCrc32c, false);
+        return commit(w, expectedCrc32c, false);
+    }
+
+    /**
+     * As {@link #commit(BlobWrite, Integer)}; with {@code deferSync} the file is written and renamed but not forced:
+     * {@link #syncUnsynced()}, which the store's log runs before each of its fsyncs, forces it before any record
+     * naming it can be durable, and recovery checks the content of the versions no sync covered.
+     */
+    public BlobVersion commit(BlobWrite w, Integer expectedCrc32c, boolean deferSync) {
+        boolean defer = deferSync && config.fsync();
+        if (defer) {
+            try {
+                openSyncedFile();
+            } catch (IOException e) {
+                abort(w);
+                throw new StoreException("cannot store blob in " + dir + ": " + e + "; the old value is kept", e);
+            }
+        }
+        Sealed sealed = sealWrite(w, expectedCrc32c, false, !defer);
         try {
             synchronized (this) {
                 if (closed) {
@@ -511,7 +690,11 @@ public final class BlobStore implements AutoCloseable {
                 long version = ++lastVersion;
                 Path target = dir.resolve(name(version));
                 move(w.temp, target);
-                fsyncDirectory();
+                if (defer) {
+                    unsynced.put(version, target);
+                } else {
+                    fsyncDirectory();
+                }
                 BlobVersion v = new BlobVersion(this, version, w.length, sealed.crc32c(), target, false);
                 v.retain();
                 versions.put(version, v);
@@ -554,10 +737,14 @@ public final class BlobStore implements AutoCloseable {
     }
 
     private void fsyncDirectory() throws IOException {
-        if (!config.fsync()) {
+        fsyncDirectory(dir);
+    }
+
+    private void fsyncDirectory(Path d) throws IOException {
+        if (!config.fsync() || d == null) {
             return;
         }
-        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+        try (FileChannel ch = FileChannel.open(d, StandardOpenOption.READ)) {
             ch.force(true);
         } catch (IOException e) {
             // Some file systems refuse to open a directory; the rename is then as durable as they make it.
@@ -642,6 +829,9 @@ public final class BlobStore implements AutoCloseable {
         }
         for (BlobVersion v : versions.values()) {
             v.unmap();
+        }
+        synchronized (this) {
+            closeQuietly(syncedFile);
         }
     }
 
