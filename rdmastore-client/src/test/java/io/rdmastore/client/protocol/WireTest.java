@@ -71,6 +71,9 @@ class WireTest {
         assertEquals("TRANSACTION", ProtocolDescriptor.opcodeName(ProtocolDescriptor.TRANSACTION));
         assertEquals("PUNSUBSCRIBE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.PUNSUBSCRIBE));
         assertEquals("CLUSTER_MAP", ProtocolDescriptor.opcodeName(ProtocolDescriptor.CLUSTER_MAP));
-        assertEquals("0x32", ProtocolDescriptor.opcodeName(50));
+        assertEquals("MIGRATE_PULL", ProtocolDescriptor.opcodeName(ProtocolDescriptor.MIGRATE_PULL));
+        assertEquals("GET_LARGE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.GET_LARGE));
+        assertEquals("VALUE_RELEASE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.VALUE_RELEASE));
+        assertEquals("0x35", ProtocolDescriptor.opcodeName(53));
     }
 }
