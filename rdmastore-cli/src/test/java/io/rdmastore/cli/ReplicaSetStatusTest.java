@@ -159,7 +159,7 @@ class ReplicaSetStatusTest {
 
         // a blob to the set: every secondary pulls the file at once, and status says how its last blob came
         java.nio.file.Path file = dir.resolve("model.bin");
-        byte[] content = new byte[3 << 20];
+        byte[] content = new byte[9 << 20]; // above the 8 MiB blob threshold: stored as a file, pulled by each member
         new java.util.Random(5).nextBytes(content);
         java.nio.file.Files.write(file, content);
         Run put = Run.of("put-file", "--port", p1, "--replica-set", "rs0", "--w", "majority", "--distribution",
