@@ -525,8 +525,6 @@ final class ClientCore implements AutoCloseable {
      * the future (many client threads spinning on a small machine would starve the I/O thread).
      */
     private static final int TCP_SPIN_ROUNDS = 100;
-    /** Whether one of the threads waiting for a reply drives the transports now (only one does at a time). */
-    private final java.util.concurrent.atomic.AtomicBoolean pollerTaken = new java.util.concurrent.atomic.AtomicBoolean();
     /** Rounds it yields before it parks. */
     private static final int YIELD_ROUNDS = 100;
 
@@ -580,20 +578,8 @@ final class ClientCore implements AutoCloseable {
             long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.SECONDS.toNanos(1);
             int idle = 0;
             boolean polling = false;
-            boolean poller = false;
             try {
                 while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < TCP_SPIN_ROUNDS)) {
-                    if (s.driven && !poller && !(poller = pollerTaken.compareAndSet(false, true))) {
-                        // Another waiting thread drives the worker for everyone: its driving completes this call too,
-                        // and the completion wakes this thread. Spinning here as well would only take the cores the
-                        // server and that poller need (32 waiting threads on 2 cores: a p99 of milliseconds). When
-                        // the poller leaves, the agent takes over (a reply rings it), and a waiter that wakes takes
-                        // the poller's place.
-                        if (call.isDone() || !awaitBriefly(call)) {
-                            break;
-                        }
-                        continue;
-                    }
                     if (s.driven && idle >= SPIN_ROUNDS + YIELD_ROUNDS) {
                         // A slow reply: block on the call itself instead of parking a fixed time. The transport's
                         // agent completes it when the reply lands (over ucx on one host the server rings the agent's
@@ -619,9 +605,6 @@ final class ClientCore implements AutoCloseable {
             } finally {
                 if (polling) {
                     polling(false);
-                }
-                if (poller) {
-                    pollerTaken.set(false);
                 }
             }
         }
