@@ -246,13 +246,7 @@ public final class KeyMigration {
 
     /** Runs one command on {@code c}; returns its error reply's text, or null when it succeeded. */
     private String run(RespConnection c, byte[][] argv) {
-        RespBlocking.enterCommand();
-        try {
-            c.runCommand(argv, argv.length);
-        } finally {
-            RespBlocking.exitCommand();
-        }
-        face.blocking.serveReady();
+        NativeCommands.run(face, c, argv);
         io.netty.buffer.ByteBuf o = c.w.out;
         c.w.out = null;
         if (o == null) {

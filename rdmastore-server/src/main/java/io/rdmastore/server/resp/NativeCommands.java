@@ -255,6 +255,11 @@ public final class NativeCommands {
 
     /** One command with the RESP face's handling; blocked clients it made ready are served before it returns. */
     private void run(RespConnection c, byte[][] argv) {
+        run(face, c, argv);
+    }
+
+    /** Runs {@code argv} on a connection without a channel, then serves the blocked clients it made ready. */
+    static void run(RespFace face, RespConnection c, byte[][] argv) {
         RespBlocking.enterCommand();
         try {
             c.runCommand(argv, argv.length);
