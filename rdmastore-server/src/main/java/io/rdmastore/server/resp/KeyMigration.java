@@ -159,7 +159,8 @@ public final class KeyMigration {
      */
     public long receive(Connection connection, int slot, int count, long length, int crc, byte[] descriptor,
                         int waitReplicas, long timeoutMillis) throws Exception {
-        if (slot < 0 || slot >= 16384 || count < 1 || length < 1 || length > MAX_BATCH_BYTES) {
+        // a record takes at least 16 bytes (lengths and TTL), so count cannot exceed length / 16
+        if (slot < 0 || slot >= 16384 || count < 1 || length < 1 || length > MAX_BATCH_BYTES || count > length / 16) {
             throw new IllegalArgumentException("ERR bad MIGRATE_PULL: slot " + slot + ", " + count + " keys, "
                 + length + " bytes (at most " + MAX_BATCH_BYTES + ")");
         }
