@@ -279,8 +279,9 @@ public final class E3Zipf implements Experiment {
             charts.append("![E3 ").append(Sizes.human(size)).append("](").append(file).append(") ");
         }
         String notes = String.format(Locale.ROOT, "%d records per value size, keys drawn by YCSB's"
-                + " ScrambledZipfianGenerator, 95%% GET / 5%% SET. Each system first runs an untimed lap (one client and "
-                + "all of them on every size: the JIT's warm-up); then each cell: %.2f s warm-up, then %.2f s measured, "
+                + " ScrambledZipfianGenerator, 95%% GET / 5%% SET. Each system first runs an untimed lap (one client"
+                + " and all of them on every size: the JIT's warm-up); then each cell: %.2f s warm-up, then %.2f s"
+                + " measured, "
                 + "on the same connections to the same server process, repeated %d time(s); figures are medians with "
                 + "the range (min-max) of the repeats in brackets, ratios are of medians%s. CPU modes: %s. "
                 + "Persistence pairings: %s. Contention rows: the %s cells again with %d burner threads in this JVM "
