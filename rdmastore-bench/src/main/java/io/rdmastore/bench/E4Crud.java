@@ -58,7 +58,7 @@ public final class E4Crud implements Experiment {
     @Override
     public void run(BenchOptions options, Report report) throws Exception {
         Plan plan = new Plan(options.quick() ? 200 : 2_000, options.warmNanos(300_000_000L, 50_000_000L),
-            options.measureNanos(1_000_000_000L, 150_000_000L), options.cpuModes(), options.repeats());
+            options.measureNanos(600_000_000L, 150_000_000L), options.cpuModes(), options.repeats());
         Map<String, List<Double>> rate = new LinkedHashMap<>();
         Map<String, String> mechanisms = new LinkedHashMap<>();
         Progress progress = new Progress("E4", 2 * CLIENTS.length * plan.modes().size() * plan.repeats());

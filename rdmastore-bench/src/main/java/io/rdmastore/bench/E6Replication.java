@@ -103,9 +103,9 @@ public final class E6Replication implements Experiment {
     public void run(boolean quick, Report report) throws Exception {
         int[] sizes = quick ? QUICK_SIZES : SIZES;
         int[] clients = quick ? QUICK_CLIENTS : CLIENTS;
-        long warmNanos = quick ? 100_000_000L : 500_000_000L;
-        long windowNanos = quick ? 200_000_000L : 2_000_000_000L;
-        int kills = Integer.getInteger("rdmastore.bench.e6.kills", quick ? 3 : 20);
+        long warmNanos = quick ? 100_000_000L : 300_000_000L;
+        long windowNanos = quick ? 200_000_000L : 1_000_000_000L;
+        int kills = Integer.getInteger("rdmastore.bench.e6.kills", quick ? 3 : 12);
         int maxClients = clients[clients.length - 1];
         String loadBefore = loadAverage();
         // one group at a time: idle servers still poll (ucx backoff), and on two cores eight idle JVMs beside the

@@ -138,6 +138,24 @@ public final class RawPutPingPong {
 
     /** Initiator: {@code iterations} round trips of {@code size} bytes; returns round trips per second. */
     static double measure(int port, int size, long warmup, long iterations) throws Exception {
+        return measure(port, size, warmup, iterations, null);
+    }
+
+    /**
+     * Initiator, timed per round trip: about {@code warmNanos} of untimed round trips, then about {@code windowNanos}
+     * of round trips each recorded (nanoseconds) in the returned histogram. The responder needs the count up front, so
+     * it comes from a short first session's rate.
+     */
+    static org.HdrHistogram.Histogram latency(int port, int size, long warmNanos, long windowNanos) throws Exception {
+        double rate = measure(port, size, 1000, 5000, null);
+        org.HdrHistogram.Histogram h = new org.HdrHistogram.Histogram(60_000_000_000L, 3);
+        measure(port, size, Math.max(1000, (long) (rate * warmNanos / 1e9)),
+            Math.max(5000, (long) (rate * windowNanos / 1e9)), h);
+        return h;
+    }
+
+    private static double measure(int port, int size, long warmup, long iterations,
+                                  org.HdrHistogram.Histogram perRoundTrip) throws Exception {
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
             DataOutputStream out = new DataOutputStream(s.getOutputStream());
             out.writeInt(size);
@@ -150,8 +168,15 @@ public final class RawPutPingPong {
                     if (i == warmup + 1) {
                         start = System.nanoTime();
                     }
-                    side.put(i);
-                    side.await(i);
+                    if (perRoundTrip != null && start != 0) {
+                        long t0 = System.nanoTime();
+                        side.put(i);
+                        side.await(i);
+                        perRoundTrip.recordValue(System.nanoTime() - t0);
+                    } else {
+                        side.put(i);
+                        side.await(i);
+                    }
                 }
                 double seconds = (System.nanoTime() - start) / 1e9;
                 out.writeInt(0);

@@ -79,8 +79,8 @@ public final class YcsbWorkloads implements Experiment {
         boolean quick = options.quick();
         int records = quick ? 200 : 5_000;
         // YCSB's maxexecutiontime is whole seconds
-        int measureS = (int) Math.max(1, Math.round(options.measureNanos(3_000_000_000L, 1_000_000_000L) / 1e9));
-        double warmS = options.warmNanos(2_000_000_000L, 500_000_000L) / 1e9;
+        int measureS = (int) Math.max(1, Math.round(options.measureNanos(2_000_000_000L, 1_000_000_000L) / 1e9));
+        double warmS = options.warmNanos(1_000_000_000L, 500_000_000L) / 1e9;
         int threads = Integer.getInteger("rdmastore.bench.ycsb.threads", 1);
         System.out.println("YCSB: workload E skipped: " + YcsbRdmaStoreDb.SCAN_UNSUPPORTED);
         // --quick: read, update and insert paths only (A and D), to keep the CI smoke run short
