@@ -31,6 +31,8 @@ public final class E1RoundTrips implements Experiment {
      * The variants a run measures unless {@code -Drdmastore.bench.e1.variants} names others: ring-flush (the flush
      * footer instead of CRC) is left out to keep {@code bench all} under 30 minutes.
      */
+    /** The untimed lap on each fresh echo server, per size, before its cells. */
+    static final long LAP_NANOS = 1_000_000_000L;
     static final String[] DEFAULT_VARIANTS = {"tcp", "am", "ring", "raw-put"};
 
     @Override
@@ -95,6 +97,14 @@ public final class E1RoundTrips implements Experiment {
                 // one server at a time: each spins on a core while it runs, as the raw limit does
                 try (Child server = v.equals("raw-put") ? Child.start(RawPutPingPong.class)
                     : Child.start(EchoServer.class, v)) {
+                    if (!v.equals("raw-put")) {
+                        // an untimed lap on the fresh server first: its JIT would otherwise be compiling the ring's
+                        // path during the first cells' short warm-ups (a 0.6 s cell read 231k round trips/s where a
+                        // 5 s one read 881k)
+                        for (int size : SIZES) {
+                            measure(v, server.port, size, options.quick() ? 100_000_000L : LAP_NANOS, 50_000_000L);
+                        }
+                    }
                     for (CpuState.Mode mode : modes) {
                         for (boolean contention : new boolean[] {false, true}) {
                             if (contention && v.equals("raw-put")) {
@@ -135,7 +145,7 @@ public final class E1RoundTrips implements Experiment {
             "64 B vs tcp", "64 B vs raw put", "4 KiB vs tcp");
         List<List<String>> body = new ArrayList<>();
         StringBuilder notes = new StringBuilder(String.format(Locale.ROOT, "Each figure: %.2f s warm-up on a new "
-                + "client, then %.2f s measured, repeated %d time(s) (each repeat against a new server process); the "
+                + "client (after an untimed lap of each size on each fresh server, for its JIT), then %.2f s measured, repeated %d time(s) (each repeat against a new server process); the "
                 + "median with the range (min-max) of the repeats in brackets; ratios are of medians. CPU modes: %s. "
                 + "Contention rows: the same cells with %d burner threads in this JVM spinning at ordinary priority "
                 + "during the phase, stopped with it (raw put, counted in iterations, is not run under contention).",
