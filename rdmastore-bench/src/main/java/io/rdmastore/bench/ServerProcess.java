@@ -47,6 +47,12 @@ public final class ServerProcess implements AutoCloseable {
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("--sun-misc-unsafe-memory-access=allow");
         cmd.add("-Xmx2g");
+        // JVM options for every server of a run, space-separated, e.g. to profile one:
+        // -Drdmastore.bench.serverJvmArgs=-XX:StartFlightRecording=filename=/tmp/server.jfr,settings=profile
+        String jvm = System.getProperty("rdmastore.bench.serverJvmArgs", "").trim();
+        if (!jvm.isEmpty()) {
+            cmd.addAll(List.of(jvm.split("\\s+")));
+        }
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add("io.rdmastore.server.RdmaStoreServer");
