@@ -389,11 +389,13 @@ public final class E2Latency implements Experiment {
                 break;
             }
         }
-        // a GET over ucx is a GET_LARGE (docs/protocol.md, "Large values"): count both as get
+        // a GET over ucx is a GET_LARGE and a large SET a SET_LARGE (docs/protocol.md, "Large values"): count both
         for (String phase : new String[] {"count", "source_ns", "process_ns", "sink_ns"}) {
-            Long large = out.get("get_large_" + phase);
-            if (large != null) {
-                out.merge("get_" + phase, large, Long::sum);
+            for (String op : new String[] {"get", "set"}) {
+                Long large = out.get(op + "_large_" + phase);
+                if (large != null) {
+                    out.merge(op + "_" + phase, large, Long::sum);
+                }
             }
         }
         return out;

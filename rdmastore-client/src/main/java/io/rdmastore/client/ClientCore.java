@@ -124,7 +124,7 @@ final class ClientCore implements AutoCloseable {
             ProtocolDescriptor.INCRBY, ProtocolDescriptor.HSET, ProtocolDescriptor.HDEL, ProtocolDescriptor.MSET,
             ProtocolDescriptor.DOC_INSERT, ProtocolDescriptor.DOC_UPDATE, ProtocolDescriptor.DOC_DELETE,
             ProtocolDescriptor.BLOB_PUT, ProtocolDescriptor.BLOB_DEL, ProtocolDescriptor.COMMAND,
-            ProtocolDescriptor.TRANSACTION, ProtocolDescriptor.MIGRATE_PULL}) {
+            ProtocolDescriptor.TRANSACTION, ProtocolDescriptor.MIGRATE_PULL, ProtocolDescriptor.SET_LARGE}) {
             KIND[op] = WRITE;
         }
     }

@@ -40,6 +40,17 @@ final class LargeValues implements AutoCloseable {
     private final AtomicReference<Registered> destination = new AtomicReference<>();
     /** Set when the server answered GET_LARGE with an unknown-opcode error: this client then uses GET. */
     private volatile boolean unsupported;
+    /** Set when the server refused SET_LARGE (an older server, a replica set, rendezvous off): SET is used. */
+    private volatile boolean setUnsupported;
+    /**
+     * Values from this many bytes on are lent by {@link #set} ({@code -Drdmastore.client.setLargeFrom=N}; 0 or less:
+     * never): the GET side's measured crossover (docs/decisions.md).
+     */
+    static final int SET_LARGE_FROM = positive(Integer.getInteger("rdmastore.client.setLargeFrom", 256 * 1024));
+    /** The registered memory a SET_LARGE lends its value from (one, cached, up to {@value #MAX_CACHED_BOUNCE}). */
+    private final AtomicReference<Registered> setBounce = new AtomicReference<>();
+    /** Buffers a SET_LARGE that failed may still be read from: never reused, freed with this object. */
+    private final ConcurrentLinkedQueue<Registered> quarantined = new ConcurrentLinkedQueue<>();
     private volatile boolean closed;
 
     /** A lent value: the server's lease and the descriptor of its memory. */
@@ -76,6 +87,58 @@ final class LargeValues implements AutoCloseable {
 
     LargeValues(ClientCore core) {
         this.core = core;
+    }
+
+    private static int positive(int n) {
+        return n <= 0 ? Integer.MAX_VALUE : n;
+    }
+
+    /**
+     * SET through SET_LARGE: the value is copied into registered memory that the server reads one-sided, then
+     * stored as SET stores it. True when written, false when an NX/XX condition was not met, null when SET_LARGE does
+     * not apply here (tcp, a server that refuses it): the caller sends SET.
+     */
+    Boolean set(byte[] key, byte[] value, int flags, long ttlMillis, Duration timeout) {
+        if (setUnsupported || closed) {
+            return null;
+        }
+        Connection c = core.connection();
+        if (!"ucx".equals(c.transportName())) {
+            return null;
+        }
+        Registered buf = take(setBounce, c, value.length);
+        boolean reusable = false;
+        try {
+            MemorySegment.copy(value, 0, buf.segment, ValueLayout.JAVA_BYTE, 0, value.length);
+            byte[] descriptor = buf.registration.descriptor();
+            ClientCore.Call<Boolean> call = core.call(ProtocolDescriptor.SET_LARGE, w -> w.u8(flags).i64(ttlMillis)
+                .bytes(key).i64(value.length).bytes(descriptor), (st, r) -> st == ProtocolDescriptor.STATUS_OK,
+                timeout);
+            Boolean written;
+            try {
+                written = core.await(call, timeout);
+            } catch (RdmaStoreServerException e) {
+                String m = String.valueOf(e.getMessage());
+                if (m.startsWith("ERR unknown opcode") || m.startsWith("ERR SET_LARGE unavailable")) {
+                    // the server did not read the buffer
+                    setUnsupported = true;
+                    reusable = true;
+                    return null;
+                }
+                // answered: the server is done with the buffer either way
+                reusable = true;
+                throw e;
+            }
+            reusable = true;
+            return written;
+        } finally {
+            if (reusable) {
+                park(setBounce, buf.segment.byteSize() > MAX_CACHED_BOUNCE ? null : buf, buf);
+            } else {
+                // no answer (time-out, closed connection): the server may still read it, so it is never reused
+                quarantined.add(buf);
+            }
+        }
     }
 
     /** The connection to use GET_LARGE on, or null when GET is the way (tcp, or a server without GET_LARGE). */
@@ -230,7 +293,12 @@ final class LargeValues implements AutoCloseable {
     }
 
     private Registered takeBounce(Connection c, long length) {
-        Registered b = bounce.getAndSet(null);
+        return take(bounce, c, length);
+    }
+
+    /** The cached buffer in {@code slot} when it fits {@code length} on {@code c}, else a new one; give it back. */
+    private static Registered take(AtomicReference<Registered> slot, Connection c, long length) {
+        Registered b = slot.getAndSet(null);
         if (b != null && b.connection == c && b.segment.byteSize() >= length) {
             return b;
         }
@@ -288,6 +356,14 @@ final class LargeValues implements AutoCloseable {
         Registered d = destination.getAndSet(null);
         if (d != null) {
             d.close();
+        }
+        Registered s = setBounce.getAndSet(null);
+        if (s != null) {
+            s.close();
+        }
+        Registered q;
+        while ((q = quarantined.poll()) != null) {
+            q.close();
         }
     }
 }

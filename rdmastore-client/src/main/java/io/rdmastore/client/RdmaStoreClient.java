@@ -440,7 +440,21 @@ public final class RdmaStoreClient implements AutoCloseable {
         return setAsync(key, value, SetOptions.NONE);
     }
 
+    /**
+     * SET: true when the value was written, false when an NX/XX condition was not met. Over ucx, to one server, a
+     * value from {@code rdmastore.client.setLargeFrom} bytes on (default 256 KiB) is lent instead of sent: the server
+     * reads it one-sided (docs/protocol.md, "Large values").
+     */
     public boolean set(byte[] key, byte[] value, SetOptions options) {
+        if (core.plainReads && value != null && value.length >= LargeValues.SET_LARGE_FROM) {
+            byte[] k = key(key);
+            int flags = (options.ifAbsent() ? ProtocolDescriptor.SET_NX : 0)
+                | (options.ifPresent() ? ProtocolDescriptor.SET_XX : 0);
+            Boolean written = core.largeValues.set(k, value, flags, options.ttlMillis(), timeout);
+            if (written != null) {
+                return written;
+            }
+        }
         return sync(setAsync(key, value, options));
     }
 

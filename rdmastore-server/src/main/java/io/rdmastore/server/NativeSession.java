@@ -229,6 +229,7 @@ final class NativeSession implements MessageHandler {
                 r.end();
             }
             case ProtocolDescriptor.SET -> set(r, w);
+            case ProtocolDescriptor.SET_LARGE -> setLarge(id, r);
             case ProtocolDescriptor.DEL -> {
                 byte[][] keys = keys(r, "key", config.maxKeyBytes());
                 route(keys);
@@ -892,6 +893,139 @@ final class NativeSession implements MessageHandler {
         }
     }
 
+    // ---- SET_LARGE (docs/protocol.md, "Large values") ----
+
+    /** The registered memory SET_LARGE reads values into, kept between requests (one per connection). */
+    private final java.util.concurrent.atomic.AtomicReference<PutBuffer> putBuffer =
+        new java.util.concurrent.atomic.AtomicReference<>();
+
+    /** Memory registered with this connection for one-sided reads of lent values. */
+    private record PutBuffer(java.lang.foreign.Arena arena, MemorySegment segment,
+                             io.rdmastore.transport.RegisteredMemory registration) {
+        void close() {
+            try {
+                registration.close();
+            } finally {
+                arena.close();
+            }
+        }
+    }
+
+    /**
+     * SET_LARGE: reads the client's value one-sided into this connection's registered buffer, then stores it as SET
+     * does; the reply keeps its place in the reply order. The read completes on the transport's thread (it drives
+     * the worker), so the store write runs where SET's does. Not taken in a replica set (a WAIT after it must cover
+     * it, and the fencing of writes runs per request) or with the rendezvous threshold at 0: the client sends SET.
+     */
+    private void setLarge(long id, WireReader r) {
+        int flags = flags(r, ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX);
+        long ttl = r.i64("ttl");
+        byte[] key = key(r);
+        long length = r.i64("length");
+        byte[] descriptor = r.bytes("descriptor", 64 * 1024);
+        r.end();
+        if (flags == (ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX)) {
+            throw new ProtocolException("NX and XX flags exclude each other");
+        }
+        if (ttl < 0) {
+            throw new ProtocolException("negative ttl " + ttl + " ms");
+        }
+        if (length < 0 || length > config.maxValueBytes()) {
+            error(id, "ERR value of " + length + " bytes outside 0.." + config.maxValueBytes()
+                + " (max-value-bytes)");
+            return;
+        }
+        if (server.replicaSet() != null || config.rendezvousThreshold() <= 0) {
+            error(id, "ERR SET_LARGE unavailable here: send SET");
+            return;
+        }
+        SetOptions options = new SetOptions().ifAbsent((flags & ProtocolDescriptor.SET_NX) != 0)
+            .ifPresent((flags & ProtocolDescriptor.SET_XX) != 0)
+            .expireAtMillis(ttl > 0 ? saturatedAdd(System.currentTimeMillis(), ttl) : -1);
+        markStore();
+        io.rdmastore.transport.RemoteMemory remote;
+        try {
+            remote = connection.remoteMemory(descriptor);
+        } catch (RuntimeException e) {
+            error(id, "ERR SET_LARGE descriptor not usable on this connection: " + e.getMessage());
+            return;
+        }
+        PutBuffer buf = takePutBuffer(length);
+        Object placeholder = deferReply();
+        java.util.concurrent.CompletableFuture<Void> read;
+        try {
+            read = length == 0 ? java.util.concurrent.CompletableFuture.completedFuture(null)
+                : connection.read(remote, 0, buf.registration(), 0, length);
+        } catch (RuntimeException e) {
+            // the deferred reply must still come, or every later reply of this connection would wait for it
+            read = java.util.concurrent.CompletableFuture.failedFuture(e);
+        }
+        long issued = timing != null ? System.nanoTime() : 0;
+        read.whenComplete((ok, err) -> {
+            WireWriter out = new WireWriter(128);
+            try {
+                if (err != null) {
+                    Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                        ? err.getCause() : err;
+                    out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR SET_LARGE could not read the "
+                        + "value: " + cause.getMessage());
+                } else {
+                    byte[] value = buf.segment().asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
+                    putBackPutBuffer(buf);
+                    server.values().pulled(length);
+                    out.header(ProtocolDescriptor.STATUS_OK, id);
+                    if (!store.set(key, value, options).written()) {
+                        out.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+                    }
+                }
+            } catch (StoreException e) {
+                out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(storeError(e));
+            } catch (RuntimeException e) {
+                LOG.warn("SET_LARGE from {} failed", connection.remoteAddress(), e);
+                out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR internal error in SET_LARGE: " + e);
+            } finally {
+                if (err != null) {
+                    buf.close();
+                }
+            }
+            long stored = timing != null ? System.nanoTime() : 0;
+            completeDeferred(placeholder, out.toByteArray());
+            if (timing != null) {
+                // the read and the store write belong to Process, the deferred reply's send to Sink
+                timing.addLater(ProtocolDescriptor.SET_LARGE, stored - issued, System.nanoTime() - stored);
+            }
+        });
+    }
+
+    /** This connection's cached buffer when it holds {@code length} bytes, else a new one registered for it. */
+    private PutBuffer takePutBuffer(long length) {
+        PutBuffer b = putBuffer.getAndSet(null);
+        if (b != null && b.segment().byteSize() >= length) {
+            return b;
+        }
+        if (b != null) {
+            b.close();
+        }
+        long size = Math.max(64 * 1024, Long.highestOneBit(Math.max(1, length - 1)) << 1);
+        java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+        try {
+            MemorySegment seg = arena.allocate(size, 4096);
+            return new PutBuffer(arena, seg, connection.register(seg));
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /** Keeps {@code b} for the next SET_LARGE (up to 64 MiB, while open), or frees it. */
+    private void putBackPutBuffer(PutBuffer b) {
+        if (closed || b.segment().byteSize() > (64L << 20) || !putBuffer.compareAndSet(null, b)) {
+            b.close();
+        } else if (closed && putBuffer.compareAndSet(b, null)) {
+            b.close();
+        }
+    }
+
     private static byte[][] keys(WireReader r, String what, long limit) {
         int n = r.i32(what + " count");
         // Each item needs at least its 4-byte length, so a count the message cannot hold is malformed.
@@ -1138,6 +1272,10 @@ final class NativeSession implements MessageHandler {
         }
         server.blobs().sessionClosed(this);
         server.values().sessionClosed(this);
+        PutBuffer b = putBuffer.getAndSet(null);
+        if (b != null) {
+            b.close();
+        }
         var running = commands;
         if (running != null) {
             running.close();

@@ -520,6 +520,8 @@ public final class RdmaStoreServer implements AutoCloseable {
             if (values != null) {
                 b.put("value_leases", String.valueOf(values.leases()));
                 b.put("value_leases_lent", String.valueOf(values.lent()));
+                b.put("value_set_large", String.valueOf(values.pulled()));
+                b.put("value_set_large_bytes", String.valueOf(values.pulledBytes()));
                 b.put("value_registered_bytes", String.valueOf(values.registeredBytes()));
                 b.put("rendezvous_threshold", String.valueOf(config.rendezvousThreshold()));
             }

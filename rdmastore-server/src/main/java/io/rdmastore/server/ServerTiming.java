@@ -44,6 +44,16 @@ final class ServerTiming {
     }
 
     /**
+     * Adds time to a request already recorded, for work that finished after its handler returned (SET_LARGE's
+     * one-sided read and store write, and its deferred reply). Any thread.
+     */
+    void addLater(int opcode, long processNanos, long sinkNanos) {
+        int base = (opcode & 0xFF) * STRIDE;
+        sums.getAndAdd(base + PROCESS, processNanos);
+        sums.getAndAdd(base + SINK, sinkNanos);
+    }
+
+    /**
      * The sums since start, for INFO's {@code Timing} section: for every opcode seen, {@code <op>_count},
      * {@code <op>_source_ns}, {@code <op>_process_ns} and {@code <op>_sink_ns} (sums of nanoseconds; callers take the
      * difference of two snapshots and divide by the count difference). {@code <op>} is the lower-case opcode name.

@@ -47,6 +47,8 @@ final class ValueLeases implements AutoCloseable {
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicLong registeredBytes = new AtomicLong();
     private final AtomicLong lent = new AtomicLong();
+    private final AtomicLong pulled = new AtomicLong();
+    private final AtomicLong pulledBytes = new AtomicLong();
     private final ScheduledFuture<?> sweeper;
 
     /** One lent value: its pin and its registration. */
@@ -186,5 +188,21 @@ final class ValueLeases implements AutoCloseable {
         for (Lease lease : leases.values()) {
             lease.end();
         }
+    }
+
+    /** Counts a SET_LARGE value read one-sided from a client ({@code length} bytes). Any thread. */
+    void pulled(long length) {
+        pulled.incrementAndGet();
+        pulledBytes.addAndGet(length);
+    }
+
+    /** SET_LARGE values read from clients since start. */
+    public long pulled() {
+        return pulled.get();
+    }
+
+    /** Bytes of SET_LARGE values read from clients since start. */
+    public long pulledBytes() {
+        return pulledBytes.get();
     }
 }

@@ -122,6 +122,13 @@ public final class ProtocolDescriptor {
     public static final byte GET_LARGE = 51;
     /** End value leases of GET_LARGE: {@code n:i32, n x leaseId:i64}; replies the number ended:i64. */
     public static final byte VALUE_RELEASE = 52;
+    /**
+     * SET whose value the server reads one-sided from the client's registered memory (docs/protocol.md, "Large
+     * values"): {@code flags:u8, ttl:i64, key:bytes, length:i64, descriptor:bytes}. Reply as SET's. The client keeps the
+     * memory unchanged until the reply. Refused with {@code ERR SET_LARGE unavailable} where the server does not take
+     * it (a replica set, rendezvous off): the client then sends SET.
+     */
+    public static final byte SET_LARGE = 53;
 
     /** GET_LARGE reply kind: the value follows inline. */
     public static final int VALUE_INLINE = 0;
@@ -215,6 +222,9 @@ public final class ProtocolDescriptor {
         }
         if (op == VALUE_RELEASE) {
             return "VALUE_RELEASE";
+        }
+        if (op == SET_LARGE) {
+            return "SET_LARGE";
         }
         if (op >= COMMAND && op <= PUNSUBSCRIBE) {
             return COMMAND_NAMES[op - COMMAND];

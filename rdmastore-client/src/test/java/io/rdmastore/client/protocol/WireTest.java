@@ -74,6 +74,7 @@ class WireTest {
         assertEquals("MIGRATE_PULL", ProtocolDescriptor.opcodeName(ProtocolDescriptor.MIGRATE_PULL));
         assertEquals("GET_LARGE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.GET_LARGE));
         assertEquals("VALUE_RELEASE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.VALUE_RELEASE));
-        assertEquals("0x35", ProtocolDescriptor.opcodeName(53));
+        assertEquals("SET_LARGE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.SET_LARGE));
+        assertEquals("0x36", ProtocolDescriptor.opcodeName(54));
     }
 }

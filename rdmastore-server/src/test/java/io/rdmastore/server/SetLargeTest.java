@@ -1,0 +1,127 @@
+package io.rdmastore.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.rdmastore.client.RdmaStoreClient;
+import io.rdmastore.client.SetOptions;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * SET_LARGE (docs/protocol.md, "Large values"): over ucx a SET of a value from 256 KiB on lends the value and the
+ * server reads it one-sided; over tcp, and where the server refuses it, the value is sent. Either way the same bytes
+ * are stored, with SET's options, and they survive a restart.
+ */
+@Timeout(120)
+class SetLargeTest {
+    /** The client's default: values from here on are lent. */
+    private static final int FROM = 256 * 1024;
+
+    private static byte[] key(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static byte[] random(int n, long seed) {
+        byte[] v = new byte[n];
+        new SplittableRandom(seed).nextBytes(v);
+        return v;
+    }
+
+    private static long info(RdmaStoreClient client, String field) {
+        for (String line : client.info().split("\r\n")) {
+            if (line.startsWith(field + ":")) {
+                return Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+            }
+        }
+        throw new AssertionError("INFO has no " + field);
+    }
+
+    @Test
+    void sameBytesOverUcxAndTcpAndAfterARestart(@TempDir Path dir) {
+        int[] sizes = {FROM - 1, FROM, 1 << 20, 8 << 20};
+        try (RdmaStoreServer server = TestServers.start(dir, c -> { })) {
+            for (String transport : TestServers.transports()) {
+                try (RdmaStoreClient client = TestServers.client(server, transport)) {
+                    assertEquals(transport, client.transport());
+                    long before = info(client, "value_set_large");
+                    long bytesBefore = info(client, "value_set_large_bytes");
+                    long expectBytes = 0;
+                    for (int size : sizes) {
+                        byte[] v = random(size, size);
+                        byte[] expect = v.clone();
+                        assertTrue(client.set(key(transport + size), v));
+                        // the value was taken when the call returned: changing the array afterwards changes nothing
+                        v[0] ^= 1;
+                        assertArrayEquals(expect, client.get(key(transport + size)), transport + " " + size);
+                        // overwritten by a smaller value, then by a large one again
+                        assertTrue(client.set(key(transport + size), key("small")));
+                        byte[] w = random(size, size + 1);
+                        assertTrue(client.set(key(transport + size), w));
+                        assertArrayEquals(w, client.get(key(transport + size)), transport + " again " + size);
+                        if (size >= FROM) {
+                            expectBytes += 2L * size;
+                        }
+                    }
+                    int lentSets = transport.equals("ucx") ? 6 : 0;
+                    assertEquals(lentSets, info(client, "value_set_large") - before, transport + ": SETs lent");
+                    assertEquals(transport.equals("ucx") ? expectBytes : 0,
+                        info(client, "value_set_large_bytes") - bytesBefore);
+                }
+            }
+        }
+        try (RdmaStoreServer server = TestServers.start(dir, c -> { });
+             RdmaStoreClient client = TestServers.client(server, "tcp")) {
+            for (String transport : TestServers.transports()) {
+                for (int size : sizes) {
+                    assertArrayEquals(random(size, size + 1), client.get(key(transport + size)),
+                        "after a restart: " + transport + " " + size);
+                }
+            }
+        }
+    }
+
+    @Test
+    void setOptionsHoldForLentValues(@TempDir Path dir) {
+        for (String transport : TestServers.transports()) {
+            try (RdmaStoreServer server = TestServers.start(dir.resolve(transport), c -> { });
+                 RdmaStoreClient client = TestServers.client(server, transport)) {
+                byte[] v = random(FROM, 1);
+                byte[] other = random(FROM, 2);
+                assertFalse(client.set(key("missing"), v, SetOptions.xx()), "XX on a missing key writes nothing");
+                assertEquals(null, client.get(key("missing")));
+                assertTrue(client.set(key("k"), v, SetOptions.nx()));
+                assertFalse(client.set(key("k"), other, SetOptions.nx()), "NX on an existing key writes nothing");
+                assertArrayEquals(v, client.get(key("k")));
+                assertTrue(client.set(key("k"), other, SetOptions.xx()));
+                assertArrayEquals(other, client.get(key("k")));
+                assertTrue(client.set(key("t"), v, SetOptions.ttl(Duration.ofSeconds(60))));
+                long ttl = client.pttl(key("t"));
+                assertTrue(ttl > 50_000 && ttl <= 60_000, transport + ": pttl " + ttl);
+                // every lent SET is read, written or not (NX/XX decide after the read)
+                assertEquals(transport.equals("ucx") ? 5 : 0, info(client, "value_set_large"), transport);
+            }
+        }
+    }
+
+    @Test
+    void aServerThatRefusesGetsTheValueSent(@TempDir Path dir) {
+        assertTrue(TestServers.transports().contains("ucx"), "ucx is required by -Drdmastore.test.ucx=true");
+        try (RdmaStoreServer server = TestServers.start(dir, c -> c.rendezvousThreshold(0));
+             RdmaStoreClient client = TestServers.client(server, "ucx")) {
+            for (int i = 0; i < 3; i++) {
+                byte[] v = random(1 << 20, i);
+                assertTrue(client.set(key("k" + i), v));
+                assertArrayEquals(v, client.get(key("k" + i)));
+            }
+            assertEquals(0, info(client, "value_set_large"), "rendezvous off: every value sent");
+        }
+    }
+}
