@@ -8,10 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.rdmastore.client.RdmaStoreClient;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.SplittableRandom;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -27,13 +25,11 @@ class LargeValueTest {
     private static final int THRESHOLD = 64 * 1024;
 
     private static byte[] key(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
+        return TestServers.key(s);
     }
 
     private static byte[] random(int n, long seed) {
-        byte[] v = new byte[n];
-        new SplittableRandom(seed).nextBytes(v);
-        return v;
+        return TestServers.random(n, seed);
     }
 
     private static void await(BooleanSupplier condition, String what) {

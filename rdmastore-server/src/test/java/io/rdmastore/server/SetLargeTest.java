@@ -7,10 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.rdmastore.client.RdmaStoreClient;
 import io.rdmastore.client.SetOptions;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,13 +24,11 @@ class SetLargeTest {
     private static final int FROM = 256 * 1024;
 
     private static byte[] key(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
+        return TestServers.key(s);
     }
 
     private static byte[] random(int n, long seed) {
-        byte[] v = new byte[n];
-        new SplittableRandom(seed).nextBytes(v);
-        return v;
+        return TestServers.random(n, seed);
     }
 
     private static long info(RdmaStoreClient client, String field) {

@@ -37,4 +37,16 @@ final class TestServers {
         return RdmaStoreClient.builder().port(server.port()).transport(transport).timeout(Duration.ofSeconds(10))
             .connect();
     }
+
+    /** A key or value from text (UTF-8). */
+    static byte[] key(String s) {
+        return s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** {@code n} random bytes, the same for the same seed. */
+    static byte[] random(int n, long seed) {
+        byte[] v = new byte[n];
+        new java.util.SplittableRandom(seed).nextBytes(v);
+        return v;
+    }
 }
