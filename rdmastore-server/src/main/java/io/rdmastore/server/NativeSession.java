@@ -963,6 +963,7 @@ final class NativeSession implements MessageHandler {
         long issued = timing != null ? System.nanoTime() : 0;
         read.whenComplete((ok, err) -> {
             WireWriter out = new WireWriter(128);
+            boolean kept = false;
             try {
                 if (err != null) {
                     Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
@@ -971,6 +972,7 @@ final class NativeSession implements MessageHandler {
                         + "value: " + cause.getMessage());
                 } else {
                     byte[] value = buf.segment().asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
+                    kept = true;
                     putBackPutBuffer(buf);
                     server.values().pulled(length);
                     out.header(ProtocolDescriptor.STATUS_OK, id);
@@ -984,7 +986,8 @@ final class NativeSession implements MessageHandler {
                 LOG.warn("SET_LARGE from {} failed", connection.remoteAddress(), e);
                 out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR internal error in SET_LARGE: " + e);
             } finally {
-                if (err != null) {
+                if (!kept) {
+                    // a failed read may have left the buffer half written; it is not kept
                     buf.close();
                 }
             }
