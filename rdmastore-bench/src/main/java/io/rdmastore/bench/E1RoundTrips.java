@@ -77,7 +77,8 @@ public final class E1RoundTrips implements Experiment {
         long windowNanos = options.measureNanos(600_000_000L, 200_000_000L);
         boolean ucx = new UcxProbe().available;
         List<String> variants = new ArrayList<>();
-        List<String> wanted = List.of(System.getProperty("rdmastore.bench.e1.variants", String.join(",", DEFAULT_VARIANTS))
+        List<String> wanted = List.of(System.getProperty("rdmastore.bench.e1.variants",
+            String.join(",", DEFAULT_VARIANTS))
             .split(","));
         for (String v : VARIANTS) {
             if (wanted.contains(v) && (v.equals("tcp") || ucx)) {
@@ -145,7 +146,8 @@ public final class E1RoundTrips implements Experiment {
             "64 B vs tcp", "64 B vs raw put", "4 KiB vs tcp");
         List<List<String>> body = new ArrayList<>();
         StringBuilder notes = new StringBuilder(String.format(Locale.ROOT, "Each figure: %.2f s warm-up on a new "
-                + "client (after an untimed lap of each size on each fresh server, for its JIT), then %.2f s measured, repeated %d time(s) (each repeat against a new server process); the "
+                + "client (after an untimed lap of each size on each fresh server, for its JIT), then %.2f s measured, "
+                + "repeated %d time(s) (each repeat against a new server process); the "
                 + "median with the range (min-max) of the repeats in brackets; ratios are of medians. CPU modes: %s. "
                 + "Contention rows: the same cells with %d burner threads in this JVM spinning at ordinary priority "
                 + "during the phase, stopped with it (raw put, counted in iterations, is not run under contention).",

@@ -529,9 +529,9 @@ public final class E2Latency implements Experiment {
                     pt.median() / p.median(), pt.median() >= 10 * p.median() ? "met" : "missed"));
                 if (f999.n() > 0) {
                     sb.append(String.format(Locale.ROOT, " The host's floor (limit: raw JUCX put ping-pong of 1 KiB "
-                            + "between two processes, no protocol or store): p50 %.2f us, p99.9 %.1f us%s.", f50.median(),
-                        f999.median(), f999.median() > 30 ? ": above the p99.9 target itself, so on this host no "
-                            + "UCX request-reply meets it" : ""));
+                            + "between two processes, no protocol or store): p50 %.2f us, p99.9 %.1f us%s.",
+                        f50.median(), f999.median(), f999.median() > 30
+                            ? ": above the p99.9 target itself, so on this host no UCX request-reply meets it" : ""));
                 }
             }
             List<String> missed = new ArrayList<>();

@@ -21,9 +21,10 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * E3 (paper 001): a YCSB-style workload (scrambled Zipf keys from YCSB's own generator, 95% GET / 5% SET) with values of
  * 32 B and 4 KiB (the ends of the paper's range: {@code -Drdmastore.bench.e3.sizes=32,128,512,1024,4096} for all of it;
- * the default keeps {@code bench all} under 30 minutes) and 1 to 32 client connections, each connection its own client and thread, for rdmastore over ucx,
- * rdmastore over tcp and redis-server, one system at a time on its own fresh server. Reports throughput, p50 and p99
- * latency, one chart per value size (throughput against clients), and the CPU seconds of server and clients.
+ * the default keeps {@code bench all} under 30 minutes) and 1 to 32 client connections, each connection its own
+ * client and thread, for rdmastore over ucx, rdmastore over tcp and redis-server, one system at a time on its own
+ * fresh server. Reports throughput, p50 and p99 latency, one chart per value size (throughput against clients), and
+ * the CPU seconds of server and clients.
  *
  * <p>Idle behaviour: on 2 cores, 32 spinning client threads would starve the server, so waiting client threads spin
  * briefly, then yield, then park (the client's own wait policy); the ucx server spins ({@code --ucx-idle spin}, or

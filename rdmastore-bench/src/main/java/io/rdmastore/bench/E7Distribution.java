@@ -20,7 +20,7 @@ import java.util.Map;
  * E7 (paper 004): a blob written to a three-member replica set, timed until every member holds it verified and durable
  * (the put's write concern waits for all secondaries), for 256 MiB and 1 GiB (2 GiB as well with
  * {@code -Drdmastore.bench.e7.sizes=256,1024,2048}, in MiB; left out of the default to keep {@code bench all} under 30
- * minutes: its cells took about half of E7's six). Strategies on the same code:
+ * minutes: its cells took about half of E7's 7.4 minutes). Strategies on the same code:
  * parallel pull (every member pulls the client's lent buffer at once) and pipeline (client to primary to the next
  * member to the next, each lending onwards what it has received), over ucx and over tcp; the primary-forward path
  * (the secondaries pull the primary's file after its commit) as a third; and, as anchors, the same put to one server
@@ -40,7 +40,8 @@ public final class E7Distribution implements Experiment {
 
     @Override
     public String title() {
-        return "Blob to 3 members, " + sizesLabel(sizes(false)) + ": parallel pull vs pipeline vs primary forward, ucx and tcp";
+        return "Blob to 3 members, " + sizesLabel(sizes(false))
+            + ": parallel pull vs pipeline vs primary forward, ucx and tcp";
     }
 
     /** The blob sizes of a run: 32 MiB when quick, else {@code rdmastore.bench.e7.sizes} (MiB) or 256 MiB and 1 GiB. */
