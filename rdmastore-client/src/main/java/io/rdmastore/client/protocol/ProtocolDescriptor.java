@@ -125,8 +125,8 @@ public final class ProtocolDescriptor {
     /**
      * SET whose value the server reads one-sided from the client's registered memory (docs/protocol.md, "Large
      * values"): {@code flags:u8, ttl:i64, key:bytes, length:i64, descriptor:bytes}. Reply as SET's. The client keeps
-     * the memory unchanged until the reply. Refused with {@code ERR SET_LARGE unavailable} where the server does not take
-     * it (a replica set, rendezvous off): the client then sends SET.
+     * the memory unchanged until the reply. Refused with {@code ERR SET_LARGE unavailable} where the server does not
+     * take it (a replica set, rendezvous off): the client then sends SET.
      */
     public static final byte SET_LARGE = 53;
 
