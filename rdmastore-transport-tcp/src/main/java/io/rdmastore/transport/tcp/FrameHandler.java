@@ -57,6 +57,7 @@ final class FrameHandler extends ByteToMessageDecoder {
         if (state == State.FRAMES) {
             ByteBuf preface = ctx.alloc().directBuffer(4).writeInt(CarrierTransport.PREFACE);
             ctx.writeAndFlush(preface, ctx.voidPromise());
+            connection.prefaceWritten();
         } else if (state == State.PREFACE) {
             long millis = transport.context().prefaceTimeout().toMillis();
             prefaceTimer = ctx.executor().schedule(() -> {

@@ -3,7 +3,10 @@ package io.rdmastore.transport.tcp;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.EventLoop;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.unix.FileDescriptor;
 import io.rdmastore.transport.Connection;
 import io.rdmastore.transport.MemoryRanges;
 import io.rdmastore.transport.MessageHandler;
@@ -14,6 +17,7 @@ import io.rdmastore.transport.TransportStatus;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -64,11 +68,28 @@ final class TcpConnection implements Connection {
     private long nextRequestId = 1;
     private final Map<Long, Chunk> pending = new HashMap<>();
 
+    /**
+     * The socket of a connection whose callers write their frames themselves ({@link #offer} on a thread other than
+     * the event loop: one {@code send} instead of a hand-off that wakes the loop), or null. Writes then hold this
+     * connection's monitor: a caller writes directly only while Netty holds no bytes of the connection, and the loop
+     * adds bytes only under the monitor, so frames never interleave.
+     */
+    private final FileDescriptor directFd;
+    /** Set on the loop once the preface is written; callers write directly only after it. */
+    private volatile boolean directReady;
+    /** Messages callers wrote whole on their own thread; under this connection's monitor. */
+    private long directFrames;
+
     TcpConnection(TcpTransport transport, Channel channel, MessageHandler handler) {
+        this(transport, channel, handler, false);
+    }
+
+    TcpConnection(TcpTransport transport, Channel channel, MessageHandler handler, boolean directWrites) {
         this.transport = transport;
         this.ctx = transport.context();
         this.channel = channel;
         this.handler = handler;
+        this.directFd = directWrites && channel instanceof EpollSocketChannel e ? e.fd() : null;
     }
 
     void handler(MessageHandler value) {
@@ -160,7 +181,64 @@ final class TcpConnection implements Connection {
             writeOnLoop(buf);
             return TransportStatus.OK;
         }
-        int frame = HEADER_LENGTH + n;
+        if (directReady && buf.hasMemoryAddress()) {
+            return offerDirect(buf, loop);
+        }
+        return handOff(buf, loop);
+    }
+
+    /**
+     * Sends {@code buf} on the caller's thread when Netty holds none of this connection's bytes; what the socket does
+     * not take at once (a full send buffer) goes to the loop, which then owns the order until its queue drains.
+     */
+    private int offerDirect(ByteBuf buf, EventLoop loop) {
+        synchronized (this) {
+            if (queuedWrites.get() == 0 && nettyHoldsNothing()) {
+                try {
+                    int at = buf.readerIndex();
+                    int left = buf.readableBytes();
+                    while (left > 0) {
+                        int n = directFd.writeAddress(buf.memoryAddress(), at, at + left);
+                        if (n <= 0) {
+                            break;
+                        }
+                        at += n;
+                        left -= n;
+                    }
+                    if (left == 0) {
+                        buf.release();
+                        directFrames++;
+                        return TransportStatus.OK;
+                    }
+                    buf.readerIndex(at);
+                } catch (IOException e) {
+                    // The socket failed (reset by the peer): the loop sees it too and closes the connection.
+                    buf.release();
+                    return TransportStatus.CLOSED;
+                }
+            }
+            return handOff(buf, loop);
+        }
+    }
+
+    /** Whether Netty's outbound buffer of the channel is empty (every byte it took is in the kernel). */
+    private boolean nettyHoldsNothing() {
+        ChannelOutboundBuffer out = channel.unsafe().outboundBuffer();
+        return out != null && out.totalPendingWriteBytes() == 0;
+    }
+
+    /** Messages callers wrote whole on their own thread so far (for tests and diagnostics). */
+    synchronized long directFrames() {
+        return directFrames;
+    }
+
+    /** Called on the loop once the preface is written: from now on callers may write directly. */
+    void prefaceWritten() {
+        directReady = directFd != null;
+    }
+
+    private int handOff(ByteBuf buf, EventLoop loop) {
+        int frame = buf.readableBytes();
         queuedBytes.addAndGet(frame);
         queuedWrites.incrementAndGet();
         try {
@@ -175,6 +253,16 @@ final class TcpConnection implements Connection {
     }
 
     private void writeQueued(ByteBuf buf, int frame) {
+        if (directFd != null) {
+            synchronized (this) {
+                writeQueuedLocked(buf, frame);
+            }
+        } else {
+            writeQueuedLocked(buf, frame);
+        }
+    }
+
+    private void writeQueuedLocked(ByteBuf buf, int frame) {
         queuedBytes.addAndGet(-frame);
         channel.write(buf, channel.voidPromise());
         // Tasks run between reads, so the last hand-off of a burst flushes for all of them.
@@ -185,6 +273,25 @@ final class TcpConnection implements Connection {
 
     /** Writes a frame from the event loop; flushed once at the end of the current read batch, or now. */
     void writeOnLoop(ByteBuf buf) {
+        if (directFd != null) {
+            synchronized (this) {
+                if (queuedWrites.get() > 0) {
+                    // A caller's frame is queued, perhaps the rest of one the socket took only part of: this one
+                    // must follow it on the wire, so it joins the queue behind it.
+                    int frame = buf.readableBytes();
+                    queuedBytes.addAndGet(frame);
+                    queuedWrites.incrementAndGet();
+                    channel.eventLoop().execute(() -> writeQueued(buf, frame));
+                } else {
+                    writeOnLoopLocked(buf);
+                }
+            }
+        } else {
+            writeOnLoopLocked(buf);
+        }
+    }
+
+    private void writeOnLoopLocked(ByteBuf buf) {
         if (inRead) {
             channel.write(buf, channel.voidPromise());
             flushPending = true;
@@ -484,7 +591,9 @@ final class TcpConnection implements Connection {
         byte[] t = FrameDescriptor.errorText(reason);
         ByteBuf b = channel.alloc().directBuffer(HEADER_LENGTH + t.length);
         b.writeInt(t.length).writeByte(FrameDescriptor.ERROR).writeBytes(t);
-        channel.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
+        synchronized (this) {
+            channel.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
+        }
     }
 
     void failure(Throwable cause) {

@@ -376,6 +376,121 @@ class TcpTransportTest {
         assertTrue(refused.getMessage().startsWith("cannot connect to"), refused.getMessage());
     }
 
+    @Test
+    @Timeout(60)
+    void directWritesAndLoopWritesNeverInterleave() throws Exception {
+        // Four client threads send messages of 1 B to 1 MiB (large ones fill the socket buffer, so part of them goes
+        // to the event loop), written on their own threads, while the client's event loop answers the server's
+        // one-sided reads of the client's memory with 1 MiB frames: every message must arrive whole and in order.
+        TcpTransport server = track(new TcpTransport());
+        TcpTransport client = track(new TcpTransport(new TcpTransport.Context().directWrites(true)));
+        Arena arena = track(Arena.ofShared());
+        MemorySegment lent = arena.allocate(8 << 20);
+        for (int i = 0; i < lent.byteSize(); i++) {
+            lent.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
+        }
+        int threads = 4;
+        int perThread = 400;
+        int[] next = new int[threads];
+        List<String> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        AtomicInteger received = new AtomicInteger();
+        CompletableFuture<Connection> serverSide = new CompletableFuture<>();
+        CompletableFuture<byte[]> descriptor = new CompletableFuture<>();
+        InetSocketAddress addr = track(server.listen(ANY, conn -> {
+            serverSide.complete(conn);
+            return (cc, m) -> {
+                if (!descriptor.isDone()) {
+                    descriptor.complete(m.toArray(ValueLayout.JAVA_BYTE));
+                    return;
+                }
+                String bad = checkSequenced(m, next);
+                if (bad != null) {
+                    errors.add(bad);
+                }
+                received.incrementAndGet();
+            };
+        })).localAddress();
+        TcpConnection c = (TcpConnection) track(client.connect(addr, (conn, m) -> { }, Duration.ofSeconds(5)));
+        RegisteredMemory region = c.register(lent);
+        c.send(MemorySegment.ofArray(region.descriptor()), Duration.ofSeconds(5));
+        Connection s = serverSide.get(5, TimeUnit.SECONDS);
+        RemoteMemory remote = s.remoteMemory(descriptor.get(5, TimeUnit.SECONDS));
+        MemorySegment into = arena.allocate(lent.byteSize());
+        RegisteredMemory local = s.register(into);
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads + 1);
+        try {
+            List<java.util.concurrent.Future<?>> all = new java.util.ArrayList<>();
+            all.add(pool.submit(() -> {
+                java.util.Random rnd = new java.util.Random(11);
+                for (int i = 0; i < 24; i++) {
+                    long at = rnd.nextInt(1 << 20);
+                    long n = 1 + rnd.nextInt(6 << 20);
+                    s.read(remote, at, local, at, n).get(30, TimeUnit.SECONDS);
+                    assertEquals(-1, MemorySegment.mismatch(lent, at, at + n, into, at, at + n), "read " + i);
+                }
+                return null;
+            }));
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                all.add(pool.submit(() -> {
+                    java.util.Random rnd = new java.util.Random(thread);
+                    for (int seq = 0; seq < perThread; seq++) {
+                        int size = 12 + (rnd.nextInt(8) == 0 ? rnd.nextInt(1 << 20) : rnd.nextInt(2048));
+                        c.send(sequenced(thread, seq, size), Duration.ofSeconds(30));
+                    }
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> f : all) {
+                f.get(50, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (received.get() < threads * perThread && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(List.of(), errors);
+        assertEquals(threads * perThread, received.get(), "messages received");
+        assertTrue(c.directFrames() > 0, "no message was written on its caller's thread");
+    }
+
+    /** A message of {@code size} bytes: thread, sequence number, then bytes derived from both. */
+    private static MemorySegment sequenced(int thread, int seq, int size) {
+        MemorySegment m = MemorySegment.ofArray(new byte[size]);
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 0, thread);
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 4, seq);
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 8, size);
+        for (int i = 12; i < size; i++) {
+            m.set(ValueLayout.JAVA_BYTE, i, (byte) (thread * 31 + seq * 7 + i));
+        }
+        return m;
+    }
+
+    /** Null when {@code m} is the next message of its thread and intact, else what is wrong. */
+    private static String checkSequenced(MemorySegment m, int[] next) {
+        if (m.byteSize() < 12) {
+            return "message of " + m.byteSize() + " bytes";
+        }
+        int thread = m.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
+        int seq = m.get(ValueLayout.JAVA_INT_UNALIGNED, 4);
+        int size = m.get(ValueLayout.JAVA_INT_UNALIGNED, 8);
+        if (thread < 0 || thread >= next.length || size != m.byteSize()) {
+            return "garbled header: thread " + thread + ", size " + size + " of " + m.byteSize();
+        }
+        if (seq != next[thread]) {
+            return "thread " + thread + ": message " + seq + " when " + next[thread] + " was due";
+        }
+        next[thread]++;
+        for (int i = 12; i < size; i++) {
+            if (m.get(ValueLayout.JAVA_BYTE, i) != (byte) (thread * 31 + seq * 7 + i)) {
+                return "thread " + thread + ", message " + seq + ": byte " + i + " differs";
+            }
+        }
+        return null;
+    }
+
     private static void write(Socket s, String text) throws IOException {
         OutputStream out = s.getOutputStream();
         out.write(text.getBytes(StandardCharsets.US_ASCII));
