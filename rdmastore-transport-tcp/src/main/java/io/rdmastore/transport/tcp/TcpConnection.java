@@ -69,13 +69,18 @@ final class TcpConnection implements Connection {
     private final Map<Long, Chunk> pending = new HashMap<>();
 
     /**
-     * The socket of a connection whose callers write their frames themselves ({@link #offer} on a thread other than
-     * the event loop: one {@code send} instead of a hand-off that wakes the loop), or null. Writes then hold this
-     * connection's monitor: a caller writes directly only while Netty holds no bytes of the connection, and the loop
-     * adds bytes only under the monitor, so frames never interleave.
+     * Whether callers write their frames themselves ({@link #offer} on a thread other than the event loop: one
+     * {@code send} instead of a hand-off that wakes the loop). Writes then hold this connection's monitor: a caller
+     * writes directly only while Netty holds no bytes of the connection, and the loop adds bytes only under the
+     * monitor, so frames never interleave.
      */
-    private final FileDescriptor directFd;
-    /** Set on the loop once the preface is written; callers write directly only after it. */
+    private final boolean directWrites;
+    /**
+     * The callers' own descriptor of the socket ({@link SocketDup}), from the preface on until the channel is
+     * inactive; under this connection's monitor.
+     */
+    private FileDescriptor directFd;
+    /** Whether {@link #directFd} is set (read without the monitor, checked again under it). */
     private volatile boolean directReady;
     /** Messages callers wrote whole on their own thread; under this connection's monitor. */
     private long directFrames;
@@ -89,7 +94,7 @@ final class TcpConnection implements Connection {
         this.ctx = transport.context();
         this.channel = channel;
         this.handler = handler;
-        this.directFd = directWrites && channel instanceof EpollSocketChannel e ? e.fd() : null;
+        this.directWrites = directWrites && channel instanceof EpollSocketChannel;
     }
 
     void handler(MessageHandler value) {
@@ -193,7 +198,7 @@ final class TcpConnection implements Connection {
      */
     private int offerDirect(ByteBuf buf, EventLoop loop) {
         synchronized (this) {
-            if (queuedWrites.get() == 0 && nettyHoldsNothing()) {
+            if (directFd != null && queuedWrites.get() == 0 && nettyHoldsNothing()) {
                 try {
                     int at = buf.readerIndex();
                     int left = buf.readableBytes();
@@ -234,7 +239,37 @@ final class TcpConnection implements Connection {
 
     /** Called on the loop once the preface is written: from now on callers may write directly. */
     void prefaceWritten() {
-        directReady = directFd != null;
+        if (!directWrites) {
+            return;
+        }
+        synchronized (this) {
+            if (!closed && channel.isActive()) {
+                directFd = SocketDup.of(((EpollSocketChannel) channel).fd());
+                if (directFd == null) {
+                    LOG.debug("{}: callers hand their frames to the event loop: no descriptor of their own ({})",
+                        describe(), SocketDup.unavailabilityCause());
+                }
+                directReady = directFd != null;
+            }
+        }
+    }
+
+    /** Stops direct writes and closes the callers' descriptor; on the loop when the channel is inactive. */
+    private void closeDirect() {
+        if (!directWrites) {
+            return;
+        }
+        synchronized (this) {
+            directReady = false;
+            if (directFd != null) {
+                try {
+                    directFd.close();
+                } catch (IOException e) {
+                    LOG.debug("{}: closing the callers' descriptor: {}", describe(), e.toString());
+                }
+                directFd = null;
+            }
+        }
     }
 
     private int handOff(ByteBuf buf, EventLoop loop) {
@@ -253,7 +288,7 @@ final class TcpConnection implements Connection {
     }
 
     private void writeQueued(ByteBuf buf, int frame) {
-        if (directFd != null) {
+        if (directWrites) {
             synchronized (this) {
                 writeQueuedLocked(buf, frame);
             }
@@ -273,7 +308,7 @@ final class TcpConnection implements Connection {
 
     /** Writes a frame from the event loop; flushed once at the end of the current read batch, or now. */
     void writeOnLoop(ByteBuf buf) {
-        if (directFd != null) {
+        if (directWrites) {
             synchronized (this) {
                 if (queuedWrites.get() > 0) {
                     // A caller's frame is queued, perhaps the rest of one the socket took only part of: this one
@@ -607,6 +642,7 @@ final class TcpConnection implements Connection {
     /** The channel became inactive: fail what is pending and tell the handler once. Event loop only. */
     void onInactive() {
         closed = true;
+        closeDirect();
         if (!pending.isEmpty()) {
             TransportException e = new TransportException("one-sided operation failed: connection closed: "
                 + describe());
