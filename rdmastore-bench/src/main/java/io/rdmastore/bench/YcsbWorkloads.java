@@ -85,13 +85,32 @@ public final class YcsbWorkloads implements Experiment {
         System.out.println("YCSB: workload E skipped: " + YcsbRdmaStoreDb.SCAN_UNSUPPORTED);
         // --quick: read, update and insert paths only (A and D), to keep the CI smoke run short
         List<String> workloads = quick ? List.of("A", "D") : new ArrayList<>(WORKLOADS.keySet());
-        Progress progress = new Progress("YCSB", options.persistence().size() * SYSTEMS.length
+        String only = System.getProperty("rdmastore.bench.ycsb.workloads", "").trim();
+        if (!only.isEmpty()) {
+            workloads = new ArrayList<>();
+            for (String w : only.split(",")) {
+                if (!WORKLOADS.containsKey(w.trim())) {
+                    throw new IllegalArgumentException("rdmastore.bench.ycsb.workloads: unknown workload " + w
+                        + " (known: " + String.join(", ", WORKLOADS.keySet()) + ")");
+                }
+                workloads.add(w.trim());
+            }
+        }
+        List<String> systems = List.of(System.getProperty("rdmastore.bench.ycsb.systems", String.join(",", SYSTEMS))
+            .split(","));
+        for (String s : systems) {
+            if (!List.of(SYSTEMS).contains(s)) {
+                throw new IllegalArgumentException("rdmastore.bench.ycsb.systems: unknown system " + s + " (known: "
+                    + String.join(", ", SYSTEMS) + ")");
+            }
+        }
+        Progress progress = new Progress("YCSB", options.persistence().size() * systems.size()
             * (1 + options.cpuModes().size() * options.repeats() * workloads.size()));
         Map<String, List<Phase>> results = new LinkedHashMap<>();
         Map<String, String> mechanisms = new LinkedHashMap<>();
         List<String> errors = new ArrayList<>();
         for (BenchOptions.Persistence pairing : options.persistence()) {
-            for (String system : SYSTEMS) {
+            for (String system : systems) {
                 AutoCloseable server;
                 List<String> dbArgs = new ArrayList<>();
                 java.util.function.DoubleSupplier serverCpu;
@@ -127,6 +146,8 @@ public final class YcsbWorkloads implements Experiment {
                                 results.computeIfAbsent(key(system, pairing.label(), mode.label(), w),
                                     k -> new ArrayList<>()).add(p);
                                 check(system, w, p, errors);
+                                System.err.printf("%nYCSB %s %s %s repeat %d: %,.0f ops/s, p50 %.0f us, p99 %.0f us%n",
+                                    system, mode.label(), w, r + 1, p.opsPerS(), p.p50Us(), p.p99Us());
                                 progress.step(system + " " + mode.label() + " " + w);
                             }
                         }
