@@ -88,11 +88,12 @@ public final class E2Latency implements Experiment {
 
     @Override
     public void run(BenchOptions options, Report report) throws Exception {
-        int[] sizes = options.quick() ? QUICK_SIZES : SIZES;
+        int[] sizes = E3Zipf.ints("rdmastore.bench.e2.sizes", options.quick() ? QUICK_SIZES : SIZES);
         Plan plan = new Plan(sizes, options.warmNanos(250_000_000L, 50_000_000L),
             options.measureNanos(600_000_000L, 150_000_000L), options.cpuModes(), options.repeats());
         boolean redis = RedisServer.ensureInstalled();
-        // -Drdmastore.bench.e2.systems=rdmastore-ucx,... narrows a run while looking into one system
+        // -Drdmastore.bench.e2.systems=rdmastore-ucx,... and -Drdmastore.bench.e2.sizes=1048576 narrow a run while
+        // looking into one system or size
         List<String> wanted = List.of(System.getProperty("rdmastore.bench.e2.systems",
             "rdmastore-ucx,rdmastore-tcp,redis").split(","));
         List<String> systems = new ArrayList<>();

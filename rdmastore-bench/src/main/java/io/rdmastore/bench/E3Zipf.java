@@ -176,7 +176,7 @@ public final class E3Zipf implements Experiment {
     }
 
     /** A comma-separated list of positive numbers from a system property, for looking into a few cells. */
-    private static int[] ints(String property, int[] defaults) {
+    static int[] ints(String property, int[] defaults) {
         String v = System.getProperty(property);
         if (v == null || v.isBlank()) {
             return defaults;
