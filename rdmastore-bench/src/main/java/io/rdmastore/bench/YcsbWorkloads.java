@@ -104,8 +104,13 @@ public final class YcsbWorkloads implements Experiment {
                     + String.join(", ", SYSTEMS) + ")");
             }
         }
+        // One unmeasured pass of every workload per fresh server before the measured ones: on two cores a spinning
+        // server and client starve the server's JIT, and its first repeats read 3-10x lower (A: 11k, 36k, 34k, 112k,
+        // 92k ops/s in five repeats on one server). 0 skips it.
+        int serverWarmS = quick ? 0 : Integer.getInteger("rdmastore.bench.ycsb.serverWarmup", measureS);
         Progress progress = new Progress("YCSB", options.persistence().size() * systems.size()
-            * (1 + options.cpuModes().size() * options.repeats() * workloads.size()));
+            * (1 + (serverWarmS > 0 ? workloads.size() : 0) + options.cpuModes().size() * options.repeats()
+            * workloads.size()));
         Map<String, List<Phase>> results = new LinkedHashMap<>();
         Map<String, String> mechanisms = new LinkedHashMap<>();
         List<String> errors = new ArrayList<>();
@@ -134,6 +139,13 @@ public final class YcsbWorkloads implements Experiment {
                     Phase load = phase(true, "C", records, records, threads, dbArgs);
                     progress.step(system + " load");
                     check(system, "load", load, errors);
+                    if (serverWarmS > 0) {
+                        for (String w : workloads) {
+                            Phase warm = phase(w, records, warmS, serverWarmS, threads, dbArgs, () -> Double.NaN);
+                            check(system, w + " (server warm-up)", warm, errors);
+                            progress.step(system + " warm-up " + w);
+                        }
+                    }
                     for (CpuState.Mode mode : options.cpuModes()) {
                         for (int r = 0; r < options.repeats(); r++) {
                             for (String w : workloads) {
@@ -156,7 +168,7 @@ public final class YcsbWorkloads implements Experiment {
             }
         }
         progress.done();
-        report(options, workloads, records, warmS, measureS, threads, results, mechanisms, report);
+        report(options, workloads, records, warmS, measureS, serverWarmS, threads, results, mechanisms, report);
         if (!errors.isEmpty()) {
             throw new IllegalStateException("YCSB: failed operations: " + String.join("; ", errors));
         }
@@ -169,6 +181,7 @@ public final class YcsbWorkloads implements Experiment {
     }
 
     private static void report(BenchOptions options, List<String> workloads, int records, double warmS, int measureS,
+                               int serverWarmS,
                                int threads, Map<String, List<Phase>> results, Map<String, String> mechanisms,
                                Report report) {
         List<Row> rows = new ArrayList<>();
@@ -249,12 +262,15 @@ public final class YcsbWorkloads implements Experiment {
                 + " 100 B stored as hashes, %d client thread(s). Each workload runs in a YCSB JVM of its own: first "
                 + "%.1f s of the same workload's transactions in that JVM, unmeasured (YCSB's measurements reset "
                 + "after), then %d s measured by YCSB (maxexecutiontime; operationcount unbounded), repeated %d "
-                + "time(s) per CPU mode against the same server process; ops/s is the median with the range "
+                + "time(s) per CPU mode against the same server process, %s; ops/s is the median with the range "
                 + "(min-max) of the repeats, ratios are of medians. CPU modes: %s. Persistence pairings: %s. The ucx "
                 + "server runs --ucx-idle spin. Workload E skipped: %s. CPU is over the measured runs only: the "
                 + "server's from /proc between the child's start of measurement and its summary, the client's the "
                 + "YCSB JVM's CPU after its warm-up (its summary export included).%n%nCPU cost:%n%n%s",
-            records, threads, warmS, measureS, options.repeats(), E2Latency.describe(options.cpuModes(), mechanisms),
+            records, threads, warmS, measureS, options.repeats(),
+            serverWarmS > 0 ? "which first ran every workload once, unmeasured (" + serverWarmS + " s each after the "
+                + "same warm-up; -Drdmastore.bench.ycsb.serverWarmup=0 skips it)" : "without an unmeasured pass first",
+            E2Latency.describe(options.cpuModes(), mechanisms),
             String.join("; ", options.persistence().stream().map(p -> p.label() + " = " + p.describe()).toList()),
             YcsbRdmaStoreDb.SCAN_UNSUPPORTED, Report.table(cpuHeader, cpuBody));
         System.out.println();
