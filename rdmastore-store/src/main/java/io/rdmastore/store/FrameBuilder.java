@@ -12,6 +12,8 @@ import java.util.zip.CRC32C;
 final class FrameBuilder {
     private static final int INITIAL = 4096;
     private static final int KEEP_AT_MOST = 4 * 1024 * 1024;
+    /** Bytes a growth leaves past what was asked for. */
+    private static final int TAIL_ROOM = 256;
     private byte[] buf = new byte[INITIAL];
     private int pos = LogDescriptor.HEADER_LENGTH;
     private int ops;
@@ -44,6 +46,11 @@ final class FrameBuilder {
         return ops;
     }
 
+    /** The buffer's size (tests: a large value must not make it grow twice). */
+    int capacity() {
+        return buf.length;
+    }
+
     int payloadLength() {
         return pos - LogDescriptor.HEADER_LENGTH;
     }
@@ -54,7 +61,11 @@ final class FrameBuilder {
             throw new LimitExceededException("request too large for one log record (" + need + " bytes)");
         }
         if (need > buf.length) {
-            long n = Math.max(need, Math.min((long) buf.length * 2, LogDescriptor.MAX_PAYLOAD + 64L));
+            // Room for the frame's tail too (its position op, a TTL): a large value that fills the buffer exactly
+            // would otherwise double it once more at the seal, allocating and copying twice its size again.
+            long doubled = Math.min((long) buf.length * 2, LogDescriptor.MAX_PAYLOAD + 64L);
+            long n = Math.min(Math.max(need + TAIL_ROOM, doubled),
+                LogDescriptor.HEADER_LENGTH + LogDescriptor.MAX_PAYLOAD + (long) TAIL_ROOM);
             byte[] b = new byte[(int) n];
             System.arraycopy(buf, 0, b, 0, pos);
             buf = b;

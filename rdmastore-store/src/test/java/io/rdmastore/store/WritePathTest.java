@@ -61,6 +61,18 @@ class WritePathTest {
     }
 
     @Test
+    void aLargeValueGrowsTheFrameOnceWithRoomForItsTail() {
+        for (int size : new int[] {256 * 1024, 1024 * 1024, 3 * 1024 * 1024 + 7}) {
+            FrameBuilder f = frameOf(size, (byte) 1);
+            int grown = f.capacity();
+            ByteBuffer sealed = f.sealPositioned();
+            assertEquals(grown, f.capacity(), size + " B: sealing grew the frame again");
+            assertTrue(f.capacity() < frameBytes(size) + 4096, size + " B: capacity " + f.capacity());
+            assertEquals(frameBytes(size), sealed.remaining());
+        }
+    }
+
+    @Test
     @Timeout(20)
     void framesLargerThanTheBufferKeepAppendOrder() throws Exception {
         int small = 1000;
