@@ -971,13 +971,16 @@ final class NativeSession implements MessageHandler {
                     out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR SET_LARGE could not read the "
                         + "value: " + cause.getMessage());
                 } else {
-                    byte[] value = buf.segment().asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
                     kept = true;
-                    putBackPutBuffer(buf);
                     server.values().pulled(length);
                     out.header(ProtocolDescriptor.STATUS_OK, id);
-                    if (!store.set(key, value, options).written()) {
-                        out.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+                    try {
+                        // the log record is built straight from the pulled bytes; the buffer is reused after
+                        if (!store.set(key, buf.segment().asSlice(0, length), options).written()) {
+                            out.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+                        }
+                    } finally {
+                        putBackPutBuffer(buf);
                     }
                 }
             } catch (StoreException e) {

@@ -1234,7 +1234,33 @@ public final class Store implements AutoCloseable {
         }
     }
 
+    /**
+     * SET of a value in memory the caller owns (a transport's receive buffer): the log record is built from it
+     * directly, without a {@code byte[]} of the value first. The segment is read while the call runs and not kept.
+     * A value from the blob threshold on goes the {@code byte[]} way.
+     */
+    public SetResult set(byte[] key, MemorySegment value, SetOptions options) {
+        long length = value.byteSize();
+        if (blobs.blobSized(length)) {
+            return set(key, value.toArray(ValueLayout.JAVA_BYTE), options);
+        }
+        options.validate();
+        checkValue(length);
+        return set(key, options, (f, k, expireAt) -> f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes)
+            .putLong(expireAt).putBytes(value, length));
+    }
+
+    /** Writes the op that sets key {@code k}'s string, expiring at {@code expireAt} (-1: never). */
+    @FunctionalInterface
+    private interface StringPut {
+        void put(FrameBuilder f, Key k, long expireAt);
+    }
+
     private SetResult set(byte[] key, byte[] value, BlobVersion blob, SetOptions options) {
+        return set(key, options, (f, k, expireAt) -> putString(f, k, expireAt, value, blob));
+    }
+
+    private SetResult set(byte[] key, SetOptions options, StringPut put) {
         return writeKey(key, (k, e, f, now) -> {
             byte[] old = null;
             if (options.returnOld()) {
@@ -1244,7 +1270,7 @@ public final class Store implements AutoCloseable {
             boolean written = !(options.ifAbsent() && e != null) && !(options.ifPresent() && e == null);
             if (written) {
                 long expireAt = options.keepTtl() && e != null ? e.expireAt : options.expireAtMillis();
-                putString(f, k, expireAt, value, blob);
+                put.put(f, k, expireAt);
             }
             if (!options.returnOld()) {
                 return written ? SetResult.WRITTEN : SetResult.NOT_WRITTEN;

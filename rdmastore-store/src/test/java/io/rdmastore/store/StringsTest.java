@@ -60,6 +60,30 @@ class StringsTest {
     }
 
     @Test
+    void setFromOffHeapMemoryKeepsTheBytesAndTheOptionsAndSurvivesReopen() {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            byte[] big = new byte[300_000];
+            new java.util.Random(3).nextBytes(big);
+            MemorySegment seg = arena.allocate(big.length);
+            MemorySegment.copy(big, 0, seg, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, big.length);
+            assertTrue(store.set(b("big"), seg, new SetOptions()).written());
+            seg.fill((byte) 0); // the store kept nothing of the caller's memory
+            assertArrayEquals(big, store.get(b("big")));
+            assertFalse(store.set(b("big"), seg.asSlice(0, 10), new SetOptions().ifAbsent(true)).written());
+            assertFalse(store.set(b("none"), seg.asSlice(0, 10), new SetOptions().ifPresent(true)).written());
+            assertNull(store.get(b("none")));
+            long at = System.currentTimeMillis() + 100_000;
+            assertTrue(store.set(b("ttl"), seg.asSlice(0, 3), new SetOptions().expireAtMillis(at)).written());
+            assertTrue(store.pttl(b("ttl")) > 90_000);
+            assertArrayEquals(new byte[3], store.get(b("ttl")));
+        }
+        store.close();
+        store = TestSupport.open(dir);
+        assertEquals(300_000, store.get(b("big")).length);
+        assertTrue(store.pttl(b("ttl")) > 90_000);
+    }
+
+    @Test
     void emptyValueAndEmptyKey() {
         store.set(b(""), b(""));
         assertArrayEquals(new byte[0], store.get(b("")));
