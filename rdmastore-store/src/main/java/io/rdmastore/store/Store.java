@@ -1246,8 +1246,7 @@ public final class Store implements AutoCloseable {
         }
         options.validate();
         checkValue(length);
-        return set(key, options, (f, k, expireAt) -> f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes)
-            .putLong(expireAt).putBytes(value, length));
+        return set(key, options, (f, k, expireAt) -> putStringHead(f, k, expireAt).putBytes(value, length));
     }
 
     /** Writes the op that sets key {@code k}'s string, expiring at {@code expireAt} (-1: never). */
@@ -1304,11 +1303,16 @@ public final class Store implements AutoCloseable {
     /** The op that sets a string: its bytes, or (when {@code blob} is not null) a reference to its blob file. */
     private static void putString(FrameBuilder f, Key k, long expireAt, byte[] value, BlobVersion blob) {
         if (blob == null) {
-            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(expireAt).putBytes(value);
+            putStringHead(f, k, expireAt).putBytes(value);
         } else {
             f.op(LogDescriptor.OP_STRING_BLOB).putBytes(k.bytes).putLong(expireAt).putLong(blob.version())
                 .putLong(blob.length()).putInt(blob.crc32c());
         }
+    }
+
+    /** The op that sets a string in memory, up to its value (which the caller appends). */
+    private static FrameBuilder putStringHead(FrameBuilder f, Key k, long expireAt) {
+        return f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(expireAt);
     }
 
     /**

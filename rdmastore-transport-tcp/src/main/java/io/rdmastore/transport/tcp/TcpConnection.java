@@ -312,11 +312,9 @@ final class TcpConnection implements Connection {
             synchronized (this) {
                 if (queuedWrites.get() > 0) {
                     // A caller's frame is queued, perhaps the rest of one the socket took only part of: this one
-                    // must follow it on the wire, so it joins the queue behind it.
-                    int frame = buf.readableBytes();
-                    queuedBytes.addAndGet(frame);
-                    queuedWrites.incrementAndGet();
-                    channel.eventLoop().execute(() -> writeQueued(buf, frame));
+                    // must follow it on the wire, so it joins the queue behind it (a loop shutting down refuses it
+                    // and the buffer is released: the connection is closing).
+                    handOff(buf, channel.eventLoop());
                 } else {
                     writeOnLoopLocked(buf);
                 }
