@@ -573,10 +573,11 @@ final class ClientCore implements AutoCloseable {
 
     private <T> T await(Session s, Call<T> call, Duration timeout) {
         if (s != null && !call.isDone()) {
-            // Over ucx the waiting thread drives the worker itself (lowest latency); over tcp it spins briefly and then
-            // blocks on the future, leaving the core to the carrier's I/O thread.
+            // Over ucx the waiting thread drives the worker itself (lowest latency); over tcp it reads the socket itself
+            // where the connection lets it, or else spins briefly and then blocks on the future, leaving the core to
+            // the carrier's I/O thread.
             long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.SECONDS.toNanos(1);
-            int idle = 0;
+            int idle = !s.driven && s.connection.awaitReading(call, deadline) ? TCP_SPIN_ROUNDS : 0;
             boolean polling = false;
             try {
                 while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < TCP_SPIN_ROUNDS)) {
@@ -1221,12 +1222,13 @@ final class ClientCore implements AutoCloseable {
 
     /** Waits for an operation, driving the transports when the session needs its waiting threads to. */
     <T> T await(Operation<T> op) {
-        int idle = 0;
+        Duration guard = op.guard();
+        long end = System.nanoTime() + guard.toNanos();
+        Session s = session;
+        int idle = s != null && !s.driven && s.connection.awaitReading(op, end) ? TCP_SPIN_ROUNDS : 0;
         while (!op.isDone() && idle < TCP_SPIN_ROUNDS) {
             idle = idle(idle, driveIfNeeded());
         }
-        Duration guard = op.guard();
-        long end = System.nanoTime() + guard.toNanos();
         while (!op.isDone() && driven() && System.nanoTime() - end < 0) {
             idle = idle(idle, driveIfNeeded());
         }

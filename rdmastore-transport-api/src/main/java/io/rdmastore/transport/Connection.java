@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 
@@ -111,6 +112,19 @@ public interface Connection extends AutoCloseable {
      */
     CompletableFuture<Void> write(RegisteredMemory local, long localOffset, RemoteMemory remote, long remoteOffset,
                                   long length);
+
+    /**
+     * Waits for {@code done} on the calling thread while reading this connection's incoming messages itself, so that
+     * the message completing {@code done} wakes this thread directly instead of the transport's thread first. Messages
+     * read here reach the {@link MessageHandler} on this thread (other waiters' replies too); threads that wait at the
+     * same time take turns, one reading. Returns once {@code done} is done, {@code deadlineNanos} ({@link
+     * System#nanoTime()}) has passed, the connection has closed or the thread was interrupted (the flag is set
+     * again), or at once with {@code false} where the transport delivers on threads of its own: the caller then waits
+     * on {@code done} as usual. Default: false.
+     */
+    default boolean awaitReading(Future<?> done, long deadlineNanos) {
+        return false;
+    }
 
     /** Whether the connection can still carry messages. */
     boolean isOpen();

@@ -3,6 +3,7 @@ package io.rdmastore.transport;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
 
 /** A carrier connection that stayed on the carrier after negotiation, carrying the reason it did. Thread-safe. */
 final class NegotiatedConnection implements Connection {
@@ -55,6 +56,11 @@ final class NegotiatedConnection implements Connection {
     @Override
     public int offer(MemorySegment message) {
         return carrier.offer(message);
+    }
+
+    @Override
+    public boolean awaitReading(Future<?> done, long deadlineNanos) {
+        return carrier.awaitReading(done, deadlineNanos);
     }
 
     @Override

@@ -35,7 +35,6 @@ final class FrameHandler extends ByteToMessageDecoder {
 
     private final TcpTransport transport;
     private final ConnectionHandler acceptor;
-    private final int maxFrameBody;
     private TcpConnection connection;
     private State state;
     private ScheduledFuture<?> prefaceTimer;
@@ -46,10 +45,6 @@ final class FrameHandler extends ByteToMessageDecoder {
         this.connection = connection;
         this.acceptor = acceptor;
         this.state = connection != null ? State.FRAMES : State.PREFACE;
-        TcpTransport.Context c = transport.context();
-        // Control frames may exceed a small maxMessageLength: one chunk plus its header, or an error text.
-        this.maxFrameBody = (int) Math.min(Integer.MAX_VALUE - FrameDescriptor.HEADER_LENGTH,
-            Math.max((long) c.maxMessageLength(), (long) c.oneSidedChunkLength() + 64 + FrameDescriptor.MAX_ERROR_TEXT));
     }
 
     @Override
@@ -93,7 +88,7 @@ final class FrameHandler extends ByteToMessageDecoder {
     protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
         switch (state) {
             case PREFACE -> preface(ctx, in);
-            case FRAMES -> frame(in);
+            case FRAMES -> frame(ctx, in);
             case DISCARD -> in.skipBytes(in.readableBytes());
         }
     }
@@ -163,54 +158,17 @@ final class FrameHandler extends ByteToMessageDecoder {
         p.remove(this);
     }
 
-    private void frame(ByteBuf in) {
-        int readable = in.readableBytes();
-        if (connection.closing()) {
-            // Closed by this side: what the peer sent afterwards is not delivered.
+    private void frame(ChannelHandlerContext ctx, ByteBuf in) {
+        if (connection.readsOnCallers()) {
+            // The loop reads such a connection only on a socket error (EPOLLERR, e.g. a reset): what it read joins
+            // the callers' bytes, delivered in order under their lock.
+            if (!connection.readByLoop(in)) {
+                state = State.DISCARD;
+            }
+            return;
+        }
+        if (connection.nextFrame(in) < 0) {
             state = State.DISCARD;
-            in.skipBytes(readable);
-            return;
-        }
-        if (readable < 4) {
-            return;
-        }
-        int at = in.readerIndex();
-        int length = in.getInt(at);
-        if (length < 0 || length > maxFrameBody) {
-            state = State.DISCARD;
-            in.skipBytes(readable);
-            connection.protocolError("frame length " + length + " is out of range (0.." + maxFrameBody + ")");
-            return;
-        }
-        if (length > connection.inboundLimit()) {
-            // Refused at the header, before its bytes are buffered (before authentication: the handshake's size).
-            state = State.DISCARD;
-            in.skipBytes(readable);
-            connection.protocolError("frame of " + length + " bytes exceeds this connection's current limit of "
-                + connection.inboundLimit());
-            return;
-        }
-        if (readable >= FrameDescriptor.HEADER_LENGTH && in.getByte(at + 4) == FrameDescriptor.MESSAGE
-            && length > transport.context().maxMessageLength()) {
-            // Refused at the header: an oversize message is not buffered first.
-            state = State.DISCARD;
-            in.skipBytes(readable);
-            connection.protocolError("message of " + length + " bytes exceeds the maximum of "
-                + transport.context().maxMessageLength());
-            return;
-        }
-        if (readable < FrameDescriptor.HEADER_LENGTH + length) {
-            return;
-        }
-        byte type = in.getByte(at + 4);
-        int body = at + FrameDescriptor.HEADER_LENGTH;
-        // Consume first: the bytes stay in place until decode returns, and a re-entrant close sees a clean state.
-        in.readerIndex(body + length);
-        String violation = connection.onFrame(type, in, body, length);
-        if (violation != null) {
-            state = State.DISCARD;
-            in.skipBytes(in.readableBytes());
-            connection.protocolError(violation);
         }
     }
 

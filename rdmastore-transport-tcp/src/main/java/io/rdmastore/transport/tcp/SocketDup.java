@@ -1,6 +1,7 @@
 package io.rdmastore.transport.tcp;
 
 import io.netty.channel.unix.FileDescriptor;
+import io.netty.channel.unix.Socket;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -36,13 +37,13 @@ final class SocketDup {
     }
 
     /** A new descriptor of {@code fd}'s socket, or null when none can be made (the reason is logged by the caller). */
-    static FileDescriptor of(FileDescriptor fd) {
+    static Socket of(FileDescriptor fd) {
         if (DUP == null || !fd.isOpen()) {
             return null;
         }
         try {
             int copy = (int) DUP.invokeExact(fd.intValue());
-            return copy >= 0 ? new FileDescriptor(copy) : null;
+            return copy >= 0 ? new Socket(copy) : null;
         } catch (Throwable t) {
             return null;
         }

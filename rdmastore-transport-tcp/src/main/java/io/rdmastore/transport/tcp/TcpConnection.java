@@ -6,7 +6,8 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.EventLoop;
 import io.netty.channel.epoll.EpollSocketChannel;
-import io.netty.channel.unix.FileDescriptor;
+import io.netty.channel.epoll.EpollReadsOff;
+import io.netty.channel.unix.Socket;
 import io.rdmastore.transport.Connection;
 import io.rdmastore.transport.MemoryRanges;
 import io.rdmastore.transport.MessageHandler;
@@ -27,6 +28,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -38,8 +40,9 @@ import static io.rdmastore.transport.tcp.FrameDescriptor.HEADER_LENGTH;
  * One native TCP connection. Messages and one-sided operations share the socket (see the package documentation).
  *
  * <p>Threads: public methods may be called from any thread. Methods without {@code public} run on the channel's event
- * loop only, and so does everything they touch that is not volatile or concurrent. Messages reach the
- * {@link MessageHandler} on that loop, in order, as read-only views valid only during the call.
+ * loop unless they say otherwise, and so does everything they touch that is not volatile, concurrent or guarded.
+ * Messages reach the {@link MessageHandler} in order, as read-only views valid only during the call: on that loop, or,
+ * on a connection whose callers read ({@link SocketReader}), on the thread holding the reader's lock.
  */
 final class TcpConnection implements Connection {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
@@ -62,11 +65,13 @@ final class TcpConnection implements Connection {
     private final Map<Integer, TcpRegisteredMemory> regions = new ConcurrentHashMap<>();
     private final AtomicInteger nextRegionId = new AtomicInteger(1);
 
+    /** One-sided chunks awaiting their responses; this map's monitor guards it, the ids and every {@link Op}. */
+    private final Map<Long, Chunk> pending = new HashMap<>();
+    private long nextRequestId = 1;
+
     // Event loop only.
     private boolean inRead;
     private boolean flushPending;
-    private long nextRequestId = 1;
-    private final Map<Long, Chunk> pending = new HashMap<>();
 
     /**
      * Whether callers write their frames themselves ({@link #offer} on a thread other than the event loop: one
@@ -79,11 +84,18 @@ final class TcpConnection implements Connection {
      * The callers' own descriptor of the socket ({@link SocketDup}), from the preface on until the channel is
      * inactive; under this connection's monitor.
      */
-    private FileDescriptor directFd;
+    private Socket directFd;
     /** Whether {@link #directFd} is set (read without the monitor, checked again under it). */
     private volatile boolean directReady;
     /** Messages callers wrote whole on their own thread; under this connection's monitor. */
     private long directFrames;
+    /**
+     * Reads the socket on the threads waiting for replies instead of the event loop ({@link SocketReader}); set on the
+     * loop with the callers' descriptor when {@link TcpTransport.Context#callerReads()} holds, null otherwise.
+     */
+    private volatile SocketReader reader;
+    /** The largest frame body accepted: a message, or one chunk of a one-sided operation with its header. */
+    private final int maxFrameBody;
 
     TcpConnection(TcpTransport transport, Channel channel, MessageHandler handler) {
         this(transport, channel, handler, false);
@@ -95,6 +107,9 @@ final class TcpConnection implements Connection {
         this.channel = channel;
         this.handler = handler;
         this.directWrites = directWrites && channel instanceof EpollSocketChannel;
+        // Control frames may exceed a small maxMessageLength: one chunk plus its header, or an error text.
+        this.maxFrameBody = (int) Math.min(Integer.MAX_VALUE - HEADER_LENGTH, Math.max((long) ctx.maxMessageLength(),
+            (long) ctx.oneSidedChunkLength() + 64 + FrameDescriptor.MAX_ERROR_TEXT));
     }
 
     void handler(MessageHandler value) {
@@ -250,14 +265,56 @@ final class TcpConnection implements Connection {
                         describe(), SocketDup.unavailabilityCause());
                 }
                 directReady = directFd != null;
+                if (directReady && ctx.callerReads()) {
+                    startReader();
+                }
             }
         }
+    }
+
+    /** Moves reading from the event loop to the callers ({@link SocketReader}) where the platform allows. On the loop. */
+    private void startReader() {
+        if (!SocketPoll.available()) {
+            LOG.debug("{}: the event loop reads: no poll(2) ({})", describe(), SocketPoll.unavailabilityCause());
+            return;
+        }
+        if (!EpollReadsOff.apply(channel)) {
+            LOG.debug("{}: the event loop reads: its reads could not be turned off", describe());
+            return;
+        }
+        SocketReader r = new SocketReader(this, directFd, channel.alloc());
+        reader = r;
+        r.start();
+    }
+
+    @Override
+    public boolean awaitReading(Future<?> done, long deadlineNanos) {
+        SocketReader r = reader;
+        return r != null && r.await(done, deadlineNanos);
+    }
+
+    /**
+     * Bytes the event loop read although callers read this connection (Netty reads on a socket error): delivered as the
+     * callers' reads are. False when nothing more will be read. On the loop.
+     */
+    boolean readByLoop(ByteBuf bytes) {
+        return reader.deliver(bytes);
+    }
+
+    /** Whether threads other than the event loop read this connection's socket. */
+    boolean readsOnCallers() {
+        return reader != null;
     }
 
     /** Stops direct writes and closes the callers' descriptor; on the loop when the channel is inactive. */
     private void closeDirect() {
         if (!directWrites) {
             return;
+        }
+        SocketReader r = reader;
+        if (r != null) {
+            // first, without the monitor: a reader delivering a frame may be writing a reply under it
+            r.stop();
         }
         synchronized (this) {
             directReady = false;
@@ -306,8 +363,20 @@ final class TcpConnection implements Connection {
         }
     }
 
-    /** Writes a frame from the event loop; flushed once at the end of the current read batch, or now. */
+    /**
+     * Writes a frame of the transport's own (a response, a one-sided request): on the event loop flushed once at the
+     * end of the current read batch, or now; on a reader thread ({@link SocketReader}) as a caller's frame.
+     */
     void writeOnLoop(ByteBuf buf) {
+        EventLoop loop = channel.eventLoop();
+        if (!loop.inEventLoop()) {
+            if (directReady && buf.hasMemoryAddress()) {
+                offerDirect(buf, loop);
+            } else {
+                handOff(buf, loop);
+            }
+            return;
+        }
         if (directWrites) {
             synchronized (this) {
                 if (queuedWrites.get() > 0) {
@@ -416,8 +485,14 @@ final class TcpConnection implements Connection {
         return f;
     }
 
-    /** Issues the next chunks of {@code op} up to the window. Event loop only. */
+    /** Issues the next chunks of {@code op} up to the window. The loop, or a reader delivering a response. */
     private void pump(Op op) {
+        synchronized (pending) {
+            pumpLocked(op);
+        }
+    }
+
+    private void pumpLocked(Op op) {
         if (closed || !channel.isActive()) {
             op.fail(new TransportException("one-sided " + op.what() + " failed: connection closed: " + describe()));
             return;
@@ -450,7 +525,7 @@ final class TcpConnection implements Connection {
         }
     }
 
-    // ---- frames from the peer (event loop) ----
+    // ---- frames from the peer (the event loop, or the thread holding the reader's lock) ----
 
     /**
      * Dispatches one frame whose body is {@code in[body, body + length)}. Returns null, or the reason the connection
@@ -578,6 +653,12 @@ final class TcpConnection implements Connection {
         if (length < FrameDescriptor.RESPONSE_HEADER) {
             return "response of " + length + " bytes (at least " + FrameDescriptor.RESPONSE_HEADER + " expected)";
         }
+        synchronized (pending) {
+            return onResponseLocked(type, in, body, length);
+        }
+    }
+
+    private String onResponseLocked(byte type, ByteBuf in, int body, int length) {
         long id = in.getLong(body);
         byte status = in.getByte(body + 8);
         Chunk c = pending.remove(id);
@@ -611,12 +692,66 @@ final class TcpConnection implements Connection {
         if (op.completed == op.length) {
             op.future.complete(null);
         } else {
-            pump(op);
+            pumpLocked(op);
         }
         return null;
     }
 
-    /** Closes after telling the peer why (ERROR frame); used for protocol violations. Event loop only. */
+    /**
+     * Takes the next whole frame from {@code in} and dispatches it: 1 when it did, 0 when the frame is not complete yet,
+     * -1 when the connection reads no more (this side is closing, or a protocol violation it has reported; the bytes
+     * are skipped). On the loop, or on the thread holding the reader's lock.
+     */
+    int nextFrame(ByteBuf in) {
+        int readable = in.readableBytes();
+        if (closed) {
+            // Closed by this side: what the peer sent afterwards is not delivered.
+            in.skipBytes(readable);
+            return -1;
+        }
+        if (readable < 4) {
+            return 0;
+        }
+        int at = in.readerIndex();
+        int length = in.getInt(at);
+        String refused = null;
+        if (length < 0 || length > maxFrameBody) {
+            refused = "frame length " + length + " is out of range (0.." + maxFrameBody + ")";
+        } else if (length > inboundLimit) {
+            // Refused at the header, before its bytes are buffered (before authentication: the handshake's size).
+            refused = "frame of " + length + " bytes exceeds this connection's current limit of " + inboundLimit;
+        } else if (readable >= HEADER_LENGTH && in.getByte(at + 4) == FrameDescriptor.MESSAGE
+            && length > ctx.maxMessageLength()) {
+            // Refused at the header: an oversize message is not buffered first.
+            refused = "message of " + length + " bytes exceeds the maximum of " + ctx.maxMessageLength();
+        }
+        if (refused != null) {
+            in.skipBytes(readable);
+            protocolError(refused);
+            return -1;
+        }
+        if (readable < HEADER_LENGTH + length) {
+            return 0;
+        }
+        byte type = in.getByte(at + 4);
+        int body = at + HEADER_LENGTH;
+        // Consume first: the bytes stay in place until this returns, and a re-entrant close sees a clean state.
+        in.readerIndex(body + length);
+        String violation = onFrame(type, in, body, length);
+        if (violation != null) {
+            in.skipBytes(in.readableBytes());
+            protocolError(violation);
+            return -1;
+        }
+        return 1;
+    }
+
+    /** The peer closed the socket (a reader saw the end of the stream): close this side too. Any thread. */
+    void peerClosed() {
+        channel.close();
+    }
+
+    /** Closes after telling the peer why (ERROR frame); used for protocol violations. Any thread. */
     void protocolError(String reason) {
         LOG.info("{}: closing: {}", describe(), reason);
         closeCause = new TransportException("protocol error: " + reason);
@@ -626,6 +761,15 @@ final class TcpConnection implements Connection {
         b.writeInt(t.length).writeByte(FrameDescriptor.ERROR).writeBytes(t);
         synchronized (this) {
             channel.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
+        }
+    }
+
+    /** {@link #failure} on the event loop, after the I/O events it has pending. Any thread. */
+    void failLater(Throwable cause) {
+        try {
+            channel.eventLoop().execute(() -> failure(cause));
+        } catch (RejectedExecutionException e) {
+            failure(cause);
         }
     }
 
@@ -640,14 +784,20 @@ final class TcpConnection implements Connection {
     /** The channel became inactive: fail what is pending and tell the handler once. Event loop only. */
     void onInactive() {
         closed = true;
-        closeDirect();
-        if (!pending.isEmpty()) {
-            TransportException e = new TransportException("one-sided operation failed: connection closed: "
-                + describe());
-            List<Chunk> all = new ArrayList<>(pending.values());
-            pending.clear();
-            for (Chunk c : all) {
-                c.op.fail(e);
+        try {
+            closeDirect();
+        } catch (RuntimeException e) {
+            LOG.warn("{}: releasing the callers' descriptor failed", describe(), e);
+        }
+        synchronized (pending) {
+            if (!pending.isEmpty()) {
+                TransportException e = new TransportException("one-sided operation failed: connection closed: "
+                    + describe());
+                List<Chunk> all = new ArrayList<>(pending.values());
+                pending.clear();
+                for (Chunk c : all) {
+                    c.op.fail(e);
+                }
             }
         }
         regions.clear();
@@ -737,7 +887,7 @@ final class TcpConnection implements Connection {
         return MemorySegment.ofArray(copy);
     }
 
-    /** One one-sided read or write in progress. Event loop only after construction. */
+    /** One one-sided read or write in progress; under the monitor of {@link #pending} after construction. */
     private static final class Op {
         final boolean read;
         final CompletableFuture<Void> future;

@@ -74,6 +74,7 @@ public final class TcpTransport implements CarrierTransport {
         private int maxMessageLength = Integer.getInteger("rdmastore.tcp.maxMessageLength", 512 * 1024 * 1024 + 64 * 1024);
         private boolean nativeTransport = Boolean.parseBoolean(System.getProperty("rdmastore.tcp.native", "true"));
         private boolean directWrites = Boolean.parseBoolean(System.getProperty("rdmastore.tcp.directWrites", "true"));
+        private boolean callerReads = Boolean.parseBoolean(System.getProperty("rdmastore.tcp.callerReads", "true"));
         private boolean tcpNoDelay = true;
         private boolean keepAlive = true;
         private int sendBufferSize;
@@ -136,6 +137,17 @@ public final class TcpTransport implements CarrierTransport {
          */
         public Context directWrites(boolean value) {
             directWrites = value;
+            return this;
+        }
+
+        /**
+         * On connections whose callers write directly ({@link #directWrites}), the threads waiting for replies read the
+         * socket themselves ({@code Connection.awaitReading}) and a thread of the connection's own reads while none
+         * does, instead of the event loop (which woke the loop and then the caller per reply). Default true;
+         * {@code -Drdmastore.tcp.callerReads=false} leaves reading to the loop.
+         */
+        public Context callerReads(boolean value) {
+            callerReads = value;
             return this;
         }
 
@@ -222,6 +234,10 @@ public final class TcpTransport implements CarrierTransport {
 
         public boolean directWrites() {
             return directWrites;
+        }
+
+        public boolean callerReads() {
+            return callerReads;
         }
 
         public boolean tcpNoDelay() {

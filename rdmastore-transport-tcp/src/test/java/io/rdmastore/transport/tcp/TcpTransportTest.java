@@ -456,6 +456,157 @@ class TcpTransportTest {
         assertTrue(c.directFrames() > 0, "no message was written on its caller's thread");
     }
 
+    @Test
+    @Timeout(90)
+    void callersReadTheirOwnRepliesWhileOthersWaitAndNobodyWaits() throws Exception {
+        // Four client threads make round trips of 12 B to 1 MiB, each waiting with awaitReading on its own reply; the
+        // server answers some requests only after a one-sided read of the client's memory (served by whichever thread
+        // reads the client's socket) and pushes an extra message after every 10th reply (delivered whether or not a
+        // caller waits). Every reply must reach its caller whole, in each thread's order, and every push must arrive.
+        TcpTransport server = track(new TcpTransport());
+        TcpTransport client = track(new TcpTransport(new TcpTransport.Context().callerReads(true)));
+        Arena arena = track(Arena.ofShared());
+        MemorySegment lent = arena.allocate(1 << 20);
+        for (int i = 0; i < lent.byteSize(); i++) {
+            lent.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13 + 1));
+        }
+        MemorySegment into = arena.allocate(lent.byteSize());
+        CompletableFuture<RemoteMemory> remote = new CompletableFuture<>();
+        List<String> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        AtomicInteger pushesSent = new AtomicInteger();
+        java.util.concurrent.ExecutorService serverWork = java.util.concurrent.Executors.newSingleThreadExecutor();
+        InetSocketAddress addr = track(server.listen(ANY, conn -> {
+            RegisteredMemory local = conn.register(into);
+            AtomicInteger replies = new AtomicInteger();
+            return (cc, m) -> {
+                if (!remote.isDone()) {
+                    remote.complete(cc.remoteMemory(m.toArray(ValueLayout.JAVA_BYTE)));
+                    return;
+                }
+                byte[] request = m.toArray(ValueLayout.JAVA_BYTE);
+                int seq = ByteBuffer.wrap(request).getInt(4);
+                Runnable reply = () -> {
+                    cc.send(MemorySegment.ofArray(request), Duration.ofSeconds(30));
+                    if (replies.incrementAndGet() % 10 == 0) {
+                        pushesSent.incrementAndGet();
+                        cc.send(MemorySegment.ofArray(new byte[] {'P'}), Duration.ofSeconds(30));
+                    }
+                };
+                if (seq % 7 == 3) {
+                    long at = (seq * 4099L) % (lent.byteSize() - 65536);
+                    cc.read(remote.join(), at, local, at, 65536).whenComplete((v, e) -> {
+                        if (e != null || MemorySegment.mismatch(lent, at, at + 65536, into, at, at + 65536) != -1) {
+                            errors.add("one-sided read at " + at + ": " + (e != null ? e : "bytes differ"));
+                        }
+                        serverWork.execute(reply);
+                    });
+                } else {
+                    serverWork.execute(reply);
+                }
+            };
+        })).localAddress();
+        int threads = 4;
+        int perThread = 250;
+        @SuppressWarnings("unchecked")
+        CompletableFuture<byte[]>[] waiting = new CompletableFuture[threads];
+        int[] next = new int[threads];
+        AtomicInteger pushes = new AtomicInteger();
+        AtomicInteger byCallers = new AtomicInteger();
+        TcpConnection c = (TcpConnection) track(client.connect(addr, (conn, m) -> {
+            if (m.byteSize() == 1) {
+                pushes.incrementAndGet();
+                return;
+            }
+            String bad = checkSequenced(m, next);
+            if (bad != null) {
+                errors.add(bad);
+                return;
+            }
+            if (!Thread.currentThread().getName().startsWith("rdmastore-tcp")) {
+                byCallers.incrementAndGet();
+            }
+            waiting[m.get(ValueLayout.JAVA_INT_UNALIGNED, 0)].complete(m.toArray(ValueLayout.JAVA_BYTE));
+        }, Duration.ofSeconds(5)));
+        // the reader starts on the event loop once the channel is active, which may follow connect's return
+        long active = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (!c.readsOnCallers() && System.nanoTime() < active) {
+            Thread.sleep(1);
+        }
+        assertTrue(c.readsOnCallers(), "the connection's callers do not read");
+        c.send(MemorySegment.ofArray(c.register(lent).descriptor()), Duration.ofSeconds(5));
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try {
+            List<java.util.concurrent.Future<?>> all = new java.util.ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                all.add(pool.submit(() -> {
+                    java.util.Random rnd = new java.util.Random(thread + 100);
+                    for (int seq = 0; seq < perThread; seq++) {
+                        int size = 12 + (rnd.nextInt(16) == 0 ? rnd.nextInt(1 << 20) : rnd.nextInt(2048));
+                        CompletableFuture<byte[]> reply = new CompletableFuture<>();
+                        waiting[thread] = reply;
+                        MemorySegment request = sequenced(thread, seq, size);
+                        c.send(request, Duration.ofSeconds(30));
+                        assertTrue(c.awaitReading(reply, System.nanoTime() + TimeUnit.SECONDS.toNanos(30)));
+                        assertTrue(reply.isDone(), "thread " + thread + ": no reply to " + seq);
+                        assertArrayEquals(request.toArray(ValueLayout.JAVA_BYTE), reply.get());
+                    }
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> f : all) {
+                f.get(80, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+            serverWork.shutdown();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (pushes.get() < pushesSent.get() && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        assertEquals(List.of(), errors);
+        assertEquals(threads * perThread / 10, pushesSent.get());
+        assertEquals(pushesSent.get(), pushes.get(), "pushes delivered while no caller waited");
+        assertTrue(byCallers.get() > 0, "no reply was delivered on a caller's thread");
+    }
+
+    @Test
+    @Timeout(30)
+    void aCallerReadingLearnsOfTheCloseAtOnce() throws Exception {
+        TcpTransport server = track(new TcpTransport());
+        TcpTransport client = track(new TcpTransport(new TcpTransport.Context().callerReads(true)));
+        CompletableFuture<Connection> serverSide = new CompletableFuture<>();
+        InetSocketAddress addr = track(server.listen(ANY, conn -> {
+            serverSide.complete(conn);
+            return (cc, m) -> { };
+        })).localAddress();
+        CountDownLatch closed = new CountDownLatch(1);
+        Connection c = track(client.connect(addr, new MessageHandler() {
+            @Override
+            public void onMessage(Connection connection, MemorySegment message) {
+            }
+
+            @Override
+            public void onClose(Connection connection, Throwable cause) {
+                closed.countDown();
+            }
+        }, Duration.ofSeconds(5)));
+        c.send(MemorySegment.ofArray(new byte[] {1}), Duration.ofSeconds(5));
+        Connection s = serverSide.get(5, TimeUnit.SECONDS);
+        CompletableFuture<Void> never = new CompletableFuture<>();
+        long start = System.nanoTime();
+        CompletableFuture.delayedExecutor(200, TimeUnit.MILLISECONDS).execute(s::close);
+        assertTrue(c.awaitReading(never, start + TimeUnit.SECONDS.toNanos(20)));
+        long waited = System.nanoTime() - start;
+        assertFalse(never.isDone());
+        assertTrue(waited < TimeUnit.SECONDS.toNanos(10), "waited " + waited / 1_000_000 + " ms past the close");
+        assertTrue(closed.await(5, TimeUnit.SECONDS), "the client's handler did not learn of the close");
+        assertFalse(c.isOpen());
+        // once closed, nothing reads: the caller is told to wait on its own
+        assertFalse(c.awaitReading(never, System.nanoTime() + TimeUnit.SECONDS.toNanos(1)));
+    }
+
     /** A message of {@code size} bytes: thread, sequence number, then bytes derived from both. */
     private static MemorySegment sequenced(int thread, int seq, int size) {
         MemorySegment m = MemorySegment.ofArray(new byte[size]);
