@@ -305,14 +305,19 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             ctx.write(w.out, ctx.voidPromise());
             w.out = null;
             written = true;
-            var pending = ctx.channel().unsafe().outboundBuffer();
-            long limit = face.maxOutputBytes();
-            if (pending != null && limit > 0 && pending.totalPendingWriteBytes() > limit && !closing) {
-                LOG.info("RESP client {} at {}: {} reply bytes not read by the client exceed the limit of {}, closing",
-                    id, remote, pending.totalPendingWriteBytes(), limit);
-                closing = true;
-                ctx.close();
-            }
+            checkOutputLimit();
+        }
+    }
+
+    /** Closes a client whose unread replies pass {@code maxOutputBytes}. Event loop only. */
+    private void checkOutputLimit() {
+        var pending = ctx.channel().unsafe().outboundBuffer();
+        long limit = face.maxOutputBytes();
+        if (pending != null && limit > 0 && pending.totalPendingWriteBytes() > limit && !closing) {
+            LOG.info("RESP client {} at {}: {} reply bytes not read by the client exceed the limit of {}, closing",
+                id, remote, pending.totalPendingWriteBytes(), limit);
+            closing = true;
+            ctx.close();
         }
     }
 
@@ -749,7 +754,6 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     /** The long-command pool thread: runs the command as dispatch would, then hands its reply to the event loop. */
     private void runLong(byte[][] args, int n) {
-        ByteBuf reply = null;
         try {
             Runnable hook = face.longCommands.beforeRun;
             if (hook != null) {
@@ -766,9 +770,8 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             LOG.warn("RESP client {} at {}: long command {} failed", id, remote, lastCommand, e);
             out().error("ERR internal error: " + e);
         } finally {
-            reply = w.out;
+            ByteBuf r = w.out;
             w.out = null;
-            ByteBuf r = reply;
             try {
                 ctx.executor().execute(() -> longDone(r));
             } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -810,6 +813,10 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         if (reply != null && !drop && reply.isReadable()) {
             ctx.write(reply, ctx.voidPromise());
             written = true;
+            checkOutputLimit();
+            if (closing) {
+                return;
+            }
         } else {
             release(reply);
         }
