@@ -213,6 +213,47 @@ class RespLongCommandsTest {
         }
     }
 
+    private static boolean isLong(String... args) {
+        byte[][] argv = new byte[args.length][];
+        for (int i = 0; i < args.length; i++) {
+            argv[i] = b(args[i]);
+        }
+        return server.face.longCommands.isLong(argv, argv.length);
+    }
+
+    @Test
+    void theRuleEstimatesElementsBeforeTheCommandRuns() {
+        fillSet("big", 150);
+        fillSet("half", 60);
+        try (Jedis j = jedis()) {
+            for (int i = 0; i < 150; i++) {
+                j.rpush("list", Integer.toString(i));
+                j.zadd("z", i, Integer.toString(i));
+                j.hset("h", Integer.toString(i), "v");
+            }
+        }
+        // 5 keys, under the threshold of 100
+        assertTrue(!isLong("KEYS", "*") && !isLong("FLUSHALL"));
+        assertTrue(isLong("SMEMBERS", "big") && isLong("smembers", "big") && !isLong("SMEMBERS", "half"));
+        assertTrue(isLong("HGETALL", "h") && isLong("HKEYS", "h") && isLong("HVALS", "h") && !isLong("HGETALL", "no"));
+        assertTrue(isLong("SORT", "list") && isLong("SORT_RO", "big") && isLong("SSCAN", "big", "0"));
+        assertTrue(isLong("SUNION", "half", "half") && !isLong("SUNION", "half") && isLong("SINTERSTORE", "d", "big"));
+        assertTrue(!isLong("SINTERSTORE", "big", "half") && isLong("SINTERCARD", "2", "half", "half"));
+        assertTrue(isLong("ZUNION", "1", "z") && isLong("ZUNIONSTORE", "d", "1", "z") && !isLong("ZUNION", "9", "z"));
+        assertTrue(isLong("LRANGE", "list", "0", "-1") && !isLong("LRANGE", "list", "0", "98")
+            && isLong("LRANGE", "list", "0", "99") && !isLong("LRANGE", "list", "-10", "-1")
+            && !isLong("LRANGE", "list", "100", "1000") && !isLong("LRANGE", "list", "x", "-1"));
+        assertTrue(isLong("ZRANGE", "z", "0", "-1") && !isLong("ZRANGE", "z", "0", "9")
+            && isLong("ZRANGE", "z", "0", "10", "BYSCORE")
+            && !isLong("ZRANGE", "z", "0", "10", "BYSCORE", "LIMIT", "0", "5")
+            && isLong("ZRANGEBYSCORE", "z", "-inf", "+inf") && isLong("ZRANGESTORE", "d", "z", "0", "-1"));
+        assertTrue(!isLong("GET", "big") && !isLong("SCARD", "big") && !isLong("SMEMBERS") && !isLong("NOSUCH", "big"));
+        for (int i = 0; i < 100; i++) {
+            server.store.set(b("k" + i), b("v"));
+        }
+        assertTrue(isLong("KEYS", "nomatch*") && isLong("FLUSHDB"));
+    }
+
     private static long offloaded(Jedis j) {
         for (String line : j.info("stats").split("\r\n")) {
             if (line.startsWith("long_commands_offloaded:")) {
