@@ -811,6 +811,25 @@ public final class Store implements AutoCloseable {
         return readKey(key, e -> Keyspace.valueType(e));
     }
 
+    /**
+     * How many elements {@code key} holds, whatever its type: fields, members or elements of a collection, 1 for a
+     * string, 0 when missing or expired. O(1); a cost estimate for callers that decide where to run a command.
+     */
+    public long elements(byte[] key) {
+        return readKey(key, e -> {
+            if (e == null) {
+                return 0L;
+            }
+            return switch (e.type) {
+                case Keyspace.HASH -> (long) e.hash.size();
+                case Keyspace.SET -> (long) e.set.size();
+                case Keyspace.LIST -> (long) e.list.size();
+                case Keyspace.ZSET -> (long) e.zset.size();
+                default -> 1L;
+            };
+        });
+    }
+
     /** How many of {@code keys} exist; a key named twice counts twice (Redis EXISTS). */
     public long exists(byte[]... keys) {
         checkOpen();

@@ -781,6 +781,7 @@ final class RespCommands {
         stats.put("keyspace_misses", Long.toString(face.keyspaceMisses.sum()));
         stats.put("total_error_replies", Long.toString(face.errorReplies.sum()));
         stats.put("resp_protocol_errors", Long.toString(face.protocolErrors.sum()));
+        stats.put("long_commands_offloaded", Long.toString(face.longCommands.offloaded.sum()));
         stats.put("migrate_cached_sockets", "0");
         sections.put("stats", stats);
 

@@ -66,6 +66,17 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     String lastCommand = "NULL";
     /** A command waits for its reply (WAIT): no further command of this client runs until it has it. Event loop only. */
     private boolean blocked;
+    /**
+     * A long command runs on the face's pool ({@link RespLongCommands}): no further command of this client runs, and
+     * the loop leaves {@code w} to the pool thread until {@link #longDone}. Event loop only.
+     */
+    private boolean offloaded;
+    /** While offloaded: the replies of the commands before the long one, not flushed yet. Event loop only. */
+    private ByteBuf heldOut;
+    /** While offloaded: the long command's reply is dropped (CLIENT REPLY OFF or SKIP). Event loop only. */
+    private boolean longSilenced;
+    /** While offloaded: pub/sub messages that arrived, written after the long command's reply. Event loop only. */
+    private java.util.List<java.util.function.Consumer<RespWriter>> heldPushes;
     /** Oplog index of this client's last write: what WAIT waits for. Event loop only. */
     long lastWriteIndex;
     long lastInteractionMillis = createdMillis;
@@ -277,8 +288,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     /** The log write the replies depend on failed: they never leave, and the connection closes. */
     private void dropReplies() {
-        ByteBuf o = w.out;
-        w.out = null;
+        ByteBuf o = takeReplies();
         if (o != null) {
             o.release();
         }
@@ -288,21 +298,26 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     /** Passes a batch's replies on when they grow past the high-water mark; closes a client that does not read them. */
     private void writeAtHighWater() {
-        if (w.out != null && w.out.readableBytes() > OUT_HIGH_WATER) {
+        if (!offloaded && w.out != null && w.out.readableBytes() > OUT_HIGH_WATER) {
             if (!endBatch(false)) {
                 return;
             }
             ctx.write(w.out, ctx.voidPromise());
             w.out = null;
             written = true;
-            var pending = ctx.channel().unsafe().outboundBuffer();
-            long limit = face.maxOutputBytes();
-            if (pending != null && limit > 0 && pending.totalPendingWriteBytes() > limit && !closing) {
-                LOG.info("RESP client {} at {}: {} reply bytes not read by the client exceed the limit of {}, closing",
-                    id, remote, pending.totalPendingWriteBytes(), limit);
-                closing = true;
-                ctx.close();
-            }
+            checkOutputLimit();
+        }
+    }
+
+    /** Closes a client whose unread replies pass {@code maxOutputBytes}. Event loop only. */
+    private void checkOutputLimit() {
+        var pending = ctx.channel().unsafe().outboundBuffer();
+        long limit = face.maxOutputBytes();
+        if (pending != null && limit > 0 && pending.totalPendingWriteBytes() > limit && !closing) {
+            LOG.info("RESP client {} at {}: {} reply bytes not read by the client exceed the limit of {}, closing",
+                id, remote, pending.totalPendingWriteBytes(), limit);
+            closing = true;
+            ctx.close();
         }
     }
 
@@ -337,7 +352,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) throws Exception {
-        if (ctx.channel().isWritable() && !closing && !blocked) {
+        if (ctx.channel().isWritable() && !closing && !blocked && !offloaded) {
             ctx.channel().config().setAutoRead(true);
         }
         super.channelWritabilityChanged(ctx);
@@ -354,9 +369,8 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         if (!endBatch(false)) {
             return;
         }
-        ByteBuf o = w.out;
+        ByteBuf o = takeReplies();
         if (o != null) {
-            w.out = null;
             if (o.isReadable()) {
                 ctx.writeAndFlush(o, ctx.voidPromise());
                 written = false;
@@ -376,11 +390,25 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             cum.release();
             cum = null;
         }
-        ByteBuf o = w.out;
+        // while a long command runs, w.out is its thread's; longDone releases it
+        ByteBuf o = takeReplies();
         if (o != null) {
-            w.out = null;
             o.release();
         }
+        heldPushes = null;
+    }
+
+    /** The replies the event loop may send now, taken from the connection; null when none. Event loop only. */
+    private ByteBuf takeReplies() {
+        ByteBuf o;
+        if (offloaded) {
+            o = heldOut;
+            heldOut = null;
+        } else {
+            o = w.out;
+            w.out = null;
+        }
+        return o;
     }
 
     /**
@@ -428,7 +456,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
                 }
             }
             flushReplies();
-            if (!blocked && ctx.channel().isWritable()) {
+            if (!blocked && !offloaded && ctx.channel().isWritable()) {
                 ctx.channel().config().setAutoRead(true);
             }
         });
@@ -455,17 +483,30 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
             if (closing || !ctx.channel().isActive()) {
                 return;
             }
+            if (offloaded) {
+                // after the running long command's reply, as a single-threaded server would order them
+                if (heldPushes == null) {
+                    heldPushes = new java.util.ArrayList<>();
+                }
+                heldPushes.add(message);
+                return;
+            }
             message.accept(out());
             flushReplies();
-            var pending = ctx.channel().unsafe().outboundBuffer();
-            long limit = face.pubsub.outputLimit();
-            if (pending != null && limit > 0 && pending.totalPendingWriteBytes() > limit) {
-                LOG.info("RESP client {} at {}: {} pub/sub bytes not read by the client exceed the limit of {}, "
-                    + "closing", id, remote, pending.totalPendingWriteBytes(), limit);
-                closing = true;
-                ctx.close();
-            }
+            checkPubSubLimit();
         });
+    }
+
+    /** Closes a subscriber whose unread bytes pass the pub/sub output limit. Event loop only. */
+    private void checkPubSubLimit() {
+        var pending = ctx.channel().unsafe().outboundBuffer();
+        long limit = face.pubsub.outputLimit();
+        if (pending != null && limit > 0 && pending.totalPendingWriteBytes() > limit) {
+            LOG.info("RESP client {} at {}: {} pub/sub bytes not read by the client exceed the limit of {}, "
+                + "closing", id, remote, pending.totalPendingWriteBytes(), limit);
+            closing = true;
+            ctx.close();
+        }
     }
 
     /** The reply buffer for the current batch; created on first use. */
@@ -522,7 +563,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
 
     private void decode() {
         ByteBuf b = cum;
-        while (!closing && !blocked && b.isReadable()) {
+        while (!closing && !blocked && !offloaded && b.isReadable()) {
             if (!inMultibulk) {
                 if (b.getByte(b.readerIndex()) == '*') {
                     int r = multibulkHeader(b);
@@ -655,6 +696,9 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         commandsInBatch++;
         boolean silence = (replyOff || skipNext) && !RespPubSub.pushesOnly(argv[0]);
         skipNext = false;
+        if (mayOffload() && face.longCommands.isLong(argv, argc) && offload(silence)) {
+            return;
+        }
         int mark = silence ? out().out.writerIndex() : 0;
         RespBlocking.enterCommand();
         try {
@@ -671,6 +715,144 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
         // clients blocked on keys this command pushed to are served before its reply leaves, as in Redis
         face.blocking.serveReady();
         writeAtHighWater();
+    }
+
+    /**
+     * Whether the command being dispatched may leave the event loop: a channel's connection (a native session's has
+     * its own rules), authenticated (NOAUTH is cheap), outside MULTI/EXEC (queued commands are cheap; an EXEC runs on
+     * the loop whole) and not in RESP2's subscribed mode (where the command is refused).
+     */
+    private boolean mayOffload() {
+        return host == null && authenticated && queued == null && !inExec
+            && (w.resp3() || (channels.isEmpty() && patterns.isEmpty()));
+    }
+
+    /**
+     * Event loop: hands the dispatched command to the long-command pool and stops running this client's commands until
+     * {@link #longDone}; the replies so far stay the loop's ({@link #heldOut}). False when the pool refused it (the
+     * server is stopping); the command then runs here.
+     */
+    private boolean offload(boolean silence) {
+        byte[][] args = argv;
+        int n = argc;
+        offloaded = true;
+        longSilenced = silence;
+        heldOut = w.out;
+        w.out = null;
+        if (!face.longCommands.submit(() -> runLong(args, n))) {
+            offloaded = false;
+            w.out = heldOut;
+            heldOut = null;
+            return false;
+        }
+        // a fresh array for the commands decoded after this one; the pool thread owns args
+        argv = new byte[Math.max(8, args.length)][];
+        argc = 0;
+        ctx.channel().config().setAutoRead(false);
+        return true;
+    }
+
+    /** The long-command pool thread: runs the command as dispatch would, then hands its reply to the event loop. */
+    private void runLong(byte[][] args, int n) {
+        try {
+            Runnable hook = face.longCommands.beforeRun;
+            if (hook != null) {
+                hook.run();
+            }
+            RespBlocking.enterCommand();
+            try {
+                runCommand(args, n);
+            } finally {
+                RespBlocking.exitCommand();
+            }
+            face.blocking.serveReady();
+        } catch (RuntimeException | Error e) {
+            LOG.warn("RESP client {} at {}: long command {} failed", id, remote, lastCommand, e);
+            out().error("ERR internal error: " + e);
+        } finally {
+            ByteBuf r = w.out;
+            w.out = null;
+            try {
+                ctx.executor().execute(() -> longDone(r));
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // the event loop has stopped: the connection is gone
+                if (r != null) {
+                    r.release();
+                }
+            }
+        }
+    }
+
+    /**
+     * Event loop: the long command is done. Its reply follows the replies held before it and precedes the pub/sub
+     * messages that arrived meanwhile; then the commands that arrived meanwhile run, and reading resumes.
+     */
+    private void longDone(ByteBuf reply) {
+        ByteBuf before = heldOut;
+        heldOut = null;
+        offloaded = false;
+        java.util.List<java.util.function.Consumer<RespWriter>> pushes = heldPushes;
+        heldPushes = null;
+        boolean drop = longSilenced && !replyTurnedOn;
+        replyTurnedOn = false;
+        if (closing || !ctx.channel().isActive()) {
+            release(before);
+            release(reply);
+            return;
+        }
+        // the log writes of the commands before the long one (the loop's batch) go out before any of these replies
+        if (!endBatch(false)) {
+            release(before);
+            release(reply);
+            return;
+        }
+        if (before != null) {
+            ctx.write(before, ctx.voidPromise());
+            written = true;
+        }
+        if (reply != null && !drop && reply.isReadable()) {
+            ctx.write(reply, ctx.voidPromise());
+            written = true;
+            checkOutputLimit();
+            if (closing) {
+                return;
+            }
+        } else {
+            release(reply);
+        }
+        if (pushes != null) {
+            for (var m : pushes) {
+                m.accept(out());
+            }
+        }
+        if (cum != null && cum.isReadable()) {
+            try {
+                decode();
+            } catch (RuntimeException e) {
+                protocolError("ERR internal error: " + e);
+            }
+            ByteBuf c = cum;
+            if (c != null && !c.isReadable()) {
+                c.release();
+                cum = null;
+            }
+        }
+        if (closing) {
+            return;
+        }
+        flushReplies();
+        if (pushes != null) {
+            checkPubSubLimit();
+        }
+        if (!blocked && !offloaded && ctx.channel().isWritable()) {
+            ctx.channel().config().setAutoRead(true);
+        }
+    }
+
+    private static void release(ByteBuf b) {
+        if (b != null) {
+            b.release();
+        }
     }
 
     /**

@@ -70,6 +70,24 @@ public final class RespFace {
         private Supplier<String> admission = () -> null;
         private java.util.function.Consumer<String> passwordChanged = p -> { };
         private long maxOutputBytes = 1L << 30;
+        private long longCommandElements = 1000;
+        private int longCommandThreads = RespLongCommands.defaultThreads();
+
+        /**
+         * Long commands (KEYS, SMEMBERS, HGETALL, SORT, LRANGE, SUNION, ... of at least this many elements, see
+         * {@link RespLongCommands}) run on the face's pool instead of the connection's event loop. Long.MAX_VALUE: all
+         * commands run on the loop. Default 1000, at least 1.
+         */
+        public Context longCommandElements(long value) {
+            longCommandElements = value;
+            return this;
+        }
+
+        /** Threads of the long-command pool. Default half the cores, 1 to 4. */
+        public Context longCommandThreads(int value) {
+            longCommandThreads = value;
+            return this;
+        }
 
         /**
          * Told the new password (null: none) when CONFIG SET requirepass changes it, so the server's other faces (the
@@ -168,6 +186,13 @@ public final class RespFace {
             if (maxOutputBytes < 0) {
                 throw new IllegalArgumentException("maxOutputBytes must be >= 0, got " + maxOutputBytes);
             }
+            if (longCommandElements < 1) {
+                throw new IllegalArgumentException("longCommandElements must be >= 1, got " + longCommandElements);
+            }
+            if (longCommandThreads < 1 || longCommandThreads > 64) {
+                throw new IllegalArgumentException("longCommandThreads must be between 1 and 64, got "
+                    + longCommandThreads);
+            }
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("port out of range: " + port);
             }
@@ -181,6 +206,8 @@ public final class RespFace {
     final RespMulti multi;
     final RespPubSub pubsub;
     final RespNotify notify;
+    /** Runs long commands off the event loops. */
+    final RespLongCommands longCommands;
     private final Context ctx;
     private final AtomicLong ownIds = new AtomicLong();
     private final Map<Long, RespConnection> clients = new ConcurrentHashMap<>();
@@ -219,6 +246,7 @@ public final class RespFace {
         this.pubsub = new RespPubSub(this);
         this.notify = new RespNotify(this);
         this.commands = new RespCommands(this);
+        this.longCommands = new RespLongCommands(store, context.longCommandElements, context.longCommandThreads);
         store.keyListener(new Store.KeyListener() {
             @Override
             public void keyChanged(byte[] key, boolean expired) {
@@ -365,6 +393,7 @@ public final class RespFace {
     public void closeAll() {
         migration.close();
         blocking.close();
+        longCommands.close();
         for (RespConnection c : clients.values()) {
             c.kill();
         }

@@ -39,7 +39,7 @@ final class RespTestServer implements AutoCloseable {
     final Network network;
     final Listener listener;
 
-    private RespTestServer(RespFace.Context context) {
+    private RespTestServer(RespFace.Context context, int ioThreads) {
         try {
             dir = Files.createTempDirectory("rdmastore-resp-test");
         } catch (IOException e) {
@@ -47,7 +47,7 @@ final class RespTestServer implements AutoCloseable {
         }
         store = Store.open(new StoreConfig().dataDir(dir).fsync(FsyncPolicy.NO));
         face = new RespFace(store, context);
-        tcp = new TcpTransport(new TcpTransport.Context().ioThreads(2).foreignProtocol(face::initialize));
+        tcp = new TcpTransport(new TcpTransport.Context().ioThreads(ioThreads).foreignProtocol(face::initialize));
         network = new Network(new Network.Context().carrier(tcp));
         listener = network.listen(new InetSocketAddress("127.0.0.1", 0), conn -> new MessageHandler() {
             @Override
@@ -58,11 +58,16 @@ final class RespTestServer implements AutoCloseable {
     }
 
     static RespTestServer start() {
-        return new RespTestServer(new RespFace.Context());
+        return new RespTestServer(new RespFace.Context(), 2);
     }
 
     static RespTestServer start(RespFace.Context context) {
-        return new RespTestServer(context);
+        return new RespTestServer(context, 2);
+    }
+
+    /** With {@code ioThreads} event loops: 1 puts every connection on the same loop. */
+    static RespTestServer start(RespFace.Context context, int ioThreads) {
+        return new RespTestServer(context, ioThreads);
     }
 
     int port() {
