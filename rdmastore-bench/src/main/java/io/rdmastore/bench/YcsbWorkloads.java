@@ -314,6 +314,12 @@ public final class YcsbWorkloads implements Experiment {
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("--sun-misc-unsafe-memory-access=allow");
         cmd.add("-Xmx512m");
+        // the transport's switches (-Drdmastore.tcp.callerReads=false ...) reach the client under test
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("rdmastore.tcp.") || name.startsWith("rdmastore.ucx.")) {
+                cmd.add("-D" + name + "=" + System.getProperty(name));
+            }
+        }
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(YcsbChildMain.class.getName());
