@@ -100,10 +100,14 @@ public final class E3Zipf implements Experiment {
         Map<String, String> mechanisms = new LinkedHashMap<>();
         List<String> failures = new ArrayList<>();
         int perRepeat = (sizes.length + 1) * clients.length;
-        Progress progress = new Progress("E3", options.persistence().size() * SYSTEMS.length
+        // -Drdmastore.bench.e3.systems=rdmastore-tcp,redis narrows a run while looking into one system
+        List<String> systems = new ArrayList<>(List.of(SYSTEMS));
+        systems.retainAll(List.of(System.getProperty("rdmastore.bench.e3.systems", String.join(",", SYSTEMS))
+            .split(",")));
+        Progress progress = new Progress("E3", options.persistence().size() * systems.size()
             * options.cpuModes().size() * options.repeats() * perRepeat);
         for (BenchOptions.Persistence pairing : options.persistence()) {
-            for (String system : SYSTEMS) {
+            for (String system : systems) {
                 List<Kv> conns = new ArrayList<>();
                 AutoCloseable server;
                 java.util.function.DoubleSupplier serverCpu;
