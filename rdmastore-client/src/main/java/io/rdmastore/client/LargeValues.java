@@ -281,6 +281,8 @@ final class LargeValues implements AutoCloseable {
         RemoteMemory remote = c.remoteMemory(lent.descriptor);
         CompletableFuture<Void> f = c.read(remote, 0, local.registration, offset, lent.length);
         long deadline = System.nanoTime() + timeout.toNanos();
+        // over tcp this thread reads the emulated read's responses itself where the connection lets it
+        c.awaitReading(f, deadline);
         int idle = 0;
         while (!f.isDone()) {
             if (System.nanoTime() - deadline > 0) {

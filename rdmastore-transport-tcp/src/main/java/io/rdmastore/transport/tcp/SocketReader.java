@@ -83,6 +83,18 @@ final class SocketReader {
         background.start();
     }
 
+    /** Gives up a reader that was never started: closes its eventfd. */
+    void abandon() {
+        synchronized (wakeGuard) {
+            wakeClosed = true;
+            try {
+                wake.close();
+            } catch (IOException e) {
+                LOG.debug("{}: closing the reader's eventfd: {}", connection.describe(), e.toString());
+            }
+        }
+    }
+
     /**
      * Reads and delivers this connection's frames on the calling thread until {@code done} completes or the deadline
      * passes (see {@link io.rdmastore.transport.Connection#awaitReading}). False when this thread cannot read here: a
@@ -96,7 +108,7 @@ final class SocketReader {
         waiters.incrementAndGet();
         boolean led = false;
         try {
-            while (!done.isDone() && !stopped && !ended) {
+            while (!done.isDone() && !stopped && !ended && !Thread.currentThread().isInterrupted()) {
                 long left = deadlineNanos - System.nanoTime();
                 if (left <= 0) {
                     break;
@@ -133,7 +145,7 @@ final class SocketReader {
 
     /** Reads and delivers until {@code done} completes, the deadline passes or the stream ends. Under the lock. */
     private void lead(Future<?> done, long deadlineNanos) {
-        while (!done.isDone() && !stopped && !ended) {
+        while (!done.isDone() && !stopped && !ended && !Thread.currentThread().isInterrupted()) {
             long left = deadlineNanos - System.nanoTime();
             if (left <= 0) {
                 return;

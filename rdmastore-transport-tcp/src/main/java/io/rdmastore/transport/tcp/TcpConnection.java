@@ -278,11 +278,18 @@ final class TcpConnection implements Connection {
             LOG.debug("{}: the event loop reads: no poll(2) ({})", describe(), SocketPoll.unavailabilityCause());
             return;
         }
-        if (!EpollReadsOff.apply(channel)) {
-            LOG.debug("{}: the event loop reads: its reads could not be turned off", describe());
+        SocketReader r;
+        try {
+            r = new SocketReader(this, directFd, channel.alloc());
+        } catch (RuntimeException e) {
+            LOG.debug("{}: the event loop reads: no eventfd for a reader ({})", describe(), e.toString());
             return;
         }
-        SocketReader r = new SocketReader(this, directFd, channel.alloc());
+        if (!EpollReadsOff.apply(channel)) {
+            LOG.debug("{}: the event loop reads: its reads could not be turned off", describe());
+            r.abandon();
+            return;
+        }
         reader = r;
         r.start();
     }
@@ -290,7 +297,20 @@ final class TcpConnection implements Connection {
     @Override
     public boolean awaitReading(Future<?> done, long deadlineNanos) {
         SocketReader r = reader;
-        return r != null && r.await(done, deadlineNanos);
+        return r != null && !onAnEventLoop() && r.await(done, deadlineNanos);
+    }
+
+    /**
+     * Whether the calling thread is one of the transport's event loops: it must not sit in {@code poll}, since the rest
+     * of a request the socket took only in part may be queued on it (and other connections share it).
+     */
+    private boolean onAnEventLoop() {
+        for (io.netty.util.concurrent.EventExecutor e : channel.eventLoop().parent()) {
+            if (e.inEventLoop()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
