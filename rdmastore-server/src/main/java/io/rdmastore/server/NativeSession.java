@@ -40,7 +40,10 @@ import org.slf4j.LoggerFactory;
  * delivered it, and replies on the same connection in request order.
  *
  * <p>Threads: {@link #onMessage} runs on the connection's transport thread, never concurrently (the SPI's promise), so
- * the reply writer, reader and store options are reused without locks. Replies that the transport refuses with
+ * the reply writer, reader and store options are reused without locks. A long command (KEYS, SMEMBERS, HGETALL, ...
+ * over a large collection) runs on the RESP face's long-command pool instead, and the requests that arrive meanwhile
+ * are copied and run there after it, in order; until they are done the transport thread only queues, so one thread
+ * at a time still owns the session's state. Replies that the transport refuses with
  * {@code BACK_PRESSURED} are queued (copied) and retried by the server's retry thread under this session's lock; while
  * anything is queued, newer replies queue behind it, so order is kept and nothing is dropped. A SNAPSHOT reply is a
  * placeholder in the same queue until the store's background snapshot completes.
@@ -87,8 +90,24 @@ final class NativeSession implements MessageHandler {
     private boolean retryScheduled;
     private int retryDelayMicros;
     private volatile boolean closed;
-    /** Oplog index of this connection's last write: what a WAIT waits for. Transport thread only. */
+    /** Oplog index of this connection's last write: what a WAIT waits for. The thread running its requests. */
     private volatile long lastWriteIndex;
+    /**
+     * While a long command runs off the transport thread ({@link #offloadCommand}): the requests that arrived after it,
+     * copied, run in order once it has replied; null otherwise. Under {@link #holdLock}, with the two fields below.
+     */
+    private ArrayDeque<byte[]> held;
+    private long heldBytes;
+    /** The connection closed while a long command ran: {@link #finishClose} runs once the held requests are done. */
+    private boolean closeDeferred;
+    private Throwable deferredCause;
+    private final Object holdLock = new Object();
+    /** A long command taken off the current request, handed to the pool when {@link #handle} ends; its thread only. */
+    private Runnable pendingLong;
+    /** Whether requests run on the long-command pool now (held ones); read and written by the thread running them. */
+    private boolean onPool;
+    /** Most bytes of requests held behind a long command before the connection is closed (a flood). */
+    private static final long MAX_HELD_BYTES = 256L << 20;
     /** Values this connection holds lent (GET_LARGE); counted by {@link ValueLeases}. */
     final java.util.concurrent.atomic.AtomicInteger valueLeases = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -119,6 +138,29 @@ final class NativeSession implements MessageHandler {
 
     @Override
     public void onMessage(Connection c, MemorySegment message) {
+        synchronized (holdLock) {
+            if (held != null) {
+                // a long command of this connection runs: this request runs after it, in order
+                heldBytes += message.byteSize();
+                if (heldBytes > MAX_HELD_BYTES) {
+                    LOG.info("closing {}: {} bytes of requests sent behind a long command exceed {}",
+                        connection.remoteAddress(), heldBytes, MAX_HELD_BYTES);
+                    held.clear();
+                    connection.close();
+                    return;
+                }
+                held.add(message.toArray(ValueLayout.JAVA_BYTE));
+                return;
+            }
+        }
+        handle(message);
+    }
+
+    /**
+     * Runs one request and sends its reply: on the transport thread, or on the long-command pool for the requests
+     * held behind a long command (never two at once: while requests are held, the transport thread only queues).
+     */
+    private void handle(MemorySegment message) {
         long size = message.byteSize();
         if (size < ProtocolDescriptor.HEADER_LENGTH) {
             // Without a request id no reply can be matched to this request: the framing is broken, so close.
@@ -172,14 +214,19 @@ final class NativeSession implements MessageHandler {
         long executed = System.nanoTime();
         server.recordProcessNanos(executed - start);
         try {
-            send(writer);
-        } finally {
-            if (rs != null) {
-                rs.exitRequest();
+            try {
+                send(writer);
+            } finally {
+                if (rs != null) {
+                    rs.exitRequest();
+                }
             }
-        }
-        if (timing != null) {
-            timing.record(opcode, storeStartNanos - start, executed - storeStartNanos, System.nanoTime() - executed);
+            if (timing != null) {
+                timing.record(opcode, storeStartNanos - start, executed - storeStartNanos,
+                    System.nanoTime() - executed);
+            }
+        } finally {
+            submitPendingLong();
         }
     }
 
@@ -412,7 +459,13 @@ final class NativeSession implements MessageHandler {
                 byte[][] argv = keys(r, "argument", config.maxValueBytes());
                 r.end();
                 markStore();
-                commands().execute(id, argv, opcode == ProtocolDescriptor.COMMAND_READ, w);
+                boolean readOnly = opcode == ProtocolDescriptor.COMMAND_READ;
+                if (commands().isLong(argv) && offloadCommand(id, argv, readOnly)) {
+                    // the reply leaves from the pool, before the replies of the requests held behind it
+                    w.reset();
+                } else {
+                    commands().execute(id, argv, readOnly, w);
+                }
             }
             case ProtocolDescriptor.TRANSACTION -> {
                 long watch = r.i64("watch");
@@ -1271,6 +1324,117 @@ final class NativeSession implements MessageHandler {
     @Override
     public void onClose(Connection c, Throwable cause) {
         closed = true;
+        synchronized (holdLock) {
+            if (held != null) {
+                // a long command still runs on this session's state: close once it and the held requests are done
+                closeDeferred = true;
+                deferredCause = cause;
+                return;
+            }
+        }
+        finishClose(cause);
+    }
+
+    /**
+     * Takes a long command ({@link io.rdmastore.server.resp.NativeCommands#isLong}) off the transport thread, which
+     * serves every connection of its worker: from now on this connection's requests wait in {@link #held}, and once
+     * {@link #handle} has finished it hands the command to the RESP face's long-command pool (docs/resp.md, "Long
+     * commands off the event loop"), which runs it, sends its reply, then runs the held requests in order. False on the
+     * pool itself, where the command just runs.
+     */
+    private boolean offloadCommand(long id, byte[][] argv, boolean readOnly) {
+        if (onPool) {
+            return false;
+        }
+        synchronized (holdLock) {
+            held = new ArrayDeque<>();
+            heldBytes = 0;
+        }
+        pendingLong = () -> runLong(id, argv, readOnly);
+        return true;
+    }
+
+    /** The end of {@link #handle}: hands a long command taken off it to the pool (or runs it here when refused). */
+    private void submitPendingLong() {
+        Runnable task = pendingLong;
+        if (task != null) {
+            pendingLong = null;
+            if (!commands().offload(task)) {
+                task.run();
+            }
+        }
+    }
+
+    /**
+     * The pool (this connection's requests are held meanwhile): the long command and its reply, then the held requests
+     * in order (a long one among them runs here too), then the transport thread runs them again.
+     */
+    private void runLong(long id, byte[][] argv, boolean readOnly) {
+        onPool = true;
+        try {
+            if (!closed) {
+                long start = System.nanoTime();
+                ReplicaSet rs = server.replicaSet();
+                if (rs != null) {
+                    ReplicaSet.enterRequest();
+                }
+                WireWriter w = writer.header(ProtocolDescriptor.STATUS_OK, id);
+                try {
+                    long before = Store.lastCommitIndex();
+                    commands().execute(id, argv, readOnly, w);
+                    long after = Store.lastCommitIndex();
+                    if (rs != null && after != before) {
+                        lastWriteIndex = after;
+                    }
+                } catch (StoreException e) {
+                    error(id, storeError(e));
+                } catch (RuntimeException e) {
+                    LOG.warn("long command from {} failed", connection.remoteAddress(), e);
+                    error(id, "ERR internal error in COMMAND: " + e);
+                }
+                server.recordProcessNanos(System.nanoTime() - start);
+                try {
+                    send(writer);
+                } finally {
+                    if (rs != null) {
+                        rs.exitRequest();
+                    }
+                }
+            }
+        } finally {
+            drainHeld();
+        }
+    }
+
+    /** The pool: runs the held requests until none is left, then gives the connection back to its transport thread. */
+    private void drainHeld() {
+        while (true) {
+            byte[] next;
+            Throwable cause = null;
+            synchronized (holdLock) {
+                next = closed ? null : held.poll();
+                if (next != null) {
+                    heldBytes -= next.length;
+                } else {
+                    onPool = false;
+                    held = null;
+                    if (!closeDeferred) {
+                        return;
+                    }
+                    closeDeferred = false;
+                    cause = deferredCause;
+                    deferredCause = null;
+                }
+            }
+            if (next == null) {
+                finishClose(cause);
+                return;
+            }
+            handle(MemorySegment.ofArray(next));
+        }
+    }
+
+    private void finishClose(Throwable cause) {
         synchronized (this) {
             queue.clear();
             queuedBytes = 0;

@@ -30,8 +30,8 @@ import java.util.function.Consumer;
  * their watches apart.
  *
  * <p>Threads: {@link #execute}, {@link #transaction}, {@link #watch}, {@link #unwatch}, {@link #subscribe} run on the
- * native connection's transport thread, never concurrently (the transport's promise); {@link #close} once, after the
- * last of them. The sink is called on any thread.
+ * native connection's transport thread, or on the long-command pool while the session holds its later requests behind
+ * a long command, never concurrently; {@link #close} once, after the last of them. The sink is called on any thread.
  */
 public final class NativeCommands {
     /** Where replies that leave outside the request order go. Implementations are thread-safe. */
@@ -97,6 +97,19 @@ public final class NativeCommands {
         run(conn, argv);
         reply(conn, id, w);
         return true;
+    }
+
+    /**
+     * Whether {@code argv} is a long command by the RESP face's rule ({@link RespLongCommands}: KEYS, SMEMBERS, HGETALL,
+     * SORT, ... of at least {@code longCommandElements} elements), which the session runs off its transport thread.
+     */
+    public boolean isLong(byte[][] argv) {
+        return argv.length > 0 && face.longCommands.isLong(argv, argv.length);
+    }
+
+    /** Runs {@code task} on the RESP face's long-command pool; false when the pool refused it (the server is stopping). */
+    public boolean offload(Runnable task) {
+        return face.longCommands.submit(task);
     }
 
     /**

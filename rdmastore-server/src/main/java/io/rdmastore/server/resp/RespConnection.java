@@ -755,10 +755,6 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
     /** The long-command pool thread: runs the command as dispatch would, then hands its reply to the event loop. */
     private void runLong(byte[][] args, int n) {
         try {
-            Runnable hook = face.longCommands.beforeRun;
-            if (hook != null) {
-                hook.run();
-            }
             RespBlocking.enterCommand();
             try {
                 runCommand(args, n);

@@ -206,7 +206,7 @@ public final class RespFace {
     final RespMulti multi;
     final RespPubSub pubsub;
     final RespNotify notify;
-    /** Runs long commands off the event loops. */
+    /** Runs long commands off the event loops (and off native sessions' transport threads). */
     final RespLongCommands longCommands;
     private final Context ctx;
     private final AtomicLong ownIds = new AtomicLong();
@@ -387,6 +387,11 @@ public final class RespFace {
     /** MIGRATE's one-sided key moves: the native opcode MIGRATE_PULL lands here, and the server gives it channels. */
     public KeyMigration migration() {
         return migration;
+    }
+
+    /** Tests: {@code hook} runs on the long-command pool before each long command (null: none). */
+    public void beforeLongCommand(Runnable hook) {
+        longCommands.beforeRun = hook;
     }
 
     /** Closes every RESP connection (server shutdown). */

@@ -59,7 +59,16 @@ final class RespLongCommands {
      */
     boolean submit(Runnable task) {
         try {
-            pool.execute(task);
+            pool.execute(() -> {
+                Runnable hook = beforeRun;
+                try {
+                    if (hook != null) {
+                        hook.run();
+                    }
+                } finally {
+                    task.run();
+                }
+            });
             offloaded.increment();
             return true;
         } catch (RejectedExecutionException e) {
