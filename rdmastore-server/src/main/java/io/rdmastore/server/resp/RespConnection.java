@@ -443,18 +443,7 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
                 return;
             }
             reply.accept(out());
-            if (cum != null && cum.isReadable()) {
-                try {
-                    decode();
-                } catch (RuntimeException e) {
-                    protocolError("ERR internal error: " + e);
-                }
-                ByteBuf c = cum;
-                if (c != null && !c.isReadable()) {
-                    c.release();
-                    cum = null;
-                }
-            }
+            decodeBuffered();
             flushReplies();
             if (!blocked && !offloaded && ctx.channel().isWritable()) {
                 ctx.channel().config().setAutoRead(true);
@@ -821,6 +810,21 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
                 m.accept(out());
             }
         }
+        decodeBuffered();
+        if (closing) {
+            return;
+        }
+        flushReplies();
+        if (pushes != null) {
+            checkPubSubLimit();
+        }
+        if (!blocked && !offloaded && ctx.channel().isWritable()) {
+            ctx.channel().config().setAutoRead(true);
+        }
+    }
+
+    /** Runs the commands that arrived while this client waited (blocked or offloaded); event loop only. */
+    private void decodeBuffered() {
         if (cum != null && cum.isReadable()) {
             try {
                 decode();
@@ -832,16 +836,6 @@ final class RespConnection extends ChannelInboundHandlerAdapter {
                 c.release();
                 cum = null;
             }
-        }
-        if (closing) {
-            return;
-        }
-        flushReplies();
-        if (pushes != null) {
-            checkPubSubLimit();
-        }
-        if (!blocked && !offloaded && ctx.channel().isWritable()) {
-            ctx.channel().config().setAutoRead(true);
         }
     }
 

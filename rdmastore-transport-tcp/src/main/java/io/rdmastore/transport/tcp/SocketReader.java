@@ -85,6 +85,11 @@ final class SocketReader {
 
     /** Gives up a reader that was never started: closes its eventfd. */
     void abandon() {
+        closeWake();
+    }
+
+    /** Closes the eventfd; wake-ups afterwards do nothing. */
+    private void closeWake() {
         synchronized (wakeGuard) {
             wakeClosed = true;
             try {
@@ -313,14 +318,7 @@ final class SocketReader {
             LOG.warn("{}: the background reader failed", connection.describe(), e);
             connection.failure(new io.rdmastore.transport.TransportException("reader failed: " + e, e));
         } finally {
-            synchronized (wakeGuard) {
-                wakeClosed = true;
-                try {
-                    wake.close();
-                } catch (IOException e) {
-                    LOG.debug("{}: closing the reader's eventfd: {}", connection.describe(), e.toString());
-                }
-            }
+            closeWake();
         }
     }
 
