@@ -48,8 +48,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Threads: thread-safe. Calls are sent from the caller's thread; replies are decoded on the thread that reads them,
  * which completes the call's future: the transport's, or over tcp a waiting caller reading the socket itself
- * ({@link Connection#awaitReading}), or a ucx caller driving the worker. Memory: each sending thread encodes into its own reusable {@link WireWriter}; the
- * transport copies it before {@code offer} returns.
+ * ({@link Connection#awaitReading}), or a ucx caller driving the worker. Memory: each sending thread encodes into its
+ * own reusable {@link WireWriter}; the transport copies it before {@code offer} returns.
  */
 final class ClientCore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ClientCore.class);

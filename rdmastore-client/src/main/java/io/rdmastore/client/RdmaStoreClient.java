@@ -31,8 +31,8 @@ import java.util.concurrent.CompletableFuture;
  * <p>Every operation has a synchronous method, which waits for the reply and throws {@link RdmaStoreException}, and an
  * asynchronous {@code ...Async} method, whose future completes on the thread that reads the reply: the transport's,
  * or, over tcp, a thread of this client waiting for a reply of its own, which reads for every call in flight (do not
- * block inside its callbacks; use {@code thenApplyAsync} for heavy work). Asynchronous calls pipeline: many may be in flight on the one
- * connection, and the server answers them in order (a blocking pop answers when it completes).
+ * block inside its callbacks; use {@code thenApplyAsync} for heavy work). Asynchronous calls pipeline: many may be in
+ * flight on the one connection, and the server answers them in order (a blocking pop answers when it completes).
  *
  * <p>Failures: {@link RdmaStoreServerException} (the server's error reply, e.g. {@code WRONGTYPE}; the connection stays
  * usable), {@link RdmaStoreTimeoutException} (no reply within the call's time-out: {@code timeout} of the URI, or of

@@ -100,14 +100,15 @@ public final class NativeCommands {
     }
 
     /**
-     * Whether {@code argv} is a long command by the RESP face's rule ({@link RespLongCommands}: KEYS, SMEMBERS, HGETALL,
-     * SORT, ... of at least {@code longCommandElements} elements), which the session runs off its transport thread.
+     * Whether {@code argv} is a long command by the RESP face's rule ({@link RespLongCommands}: KEYS, SMEMBERS,
+     * HGETALL, SORT, ... of at least {@code longCommandElements} elements), which the session runs off its transport
+     * thread.
      */
     public boolean isLong(byte[][] argv) {
         return argv.length > 0 && face.longCommands.isLong(argv, argv.length);
     }
 
-    /** Runs {@code task} on the RESP face's long-command pool; false when the pool refused it (the server is stopping). */
+    /** Runs {@code task} on the RESP face's long-command pool; false when the pool refused it (server stopping). */
     public boolean offload(Runnable task) {
         return face.longCommands.submit(task);
     }

@@ -88,7 +88,7 @@ final class FrameHandler extends ByteToMessageDecoder {
     protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
         switch (state) {
             case PREFACE -> preface(ctx, in);
-            case FRAMES -> frame(ctx, in);
+            case FRAMES -> frame(in);
             case DISCARD -> in.skipBytes(in.readableBytes());
         }
     }
@@ -158,7 +158,7 @@ final class FrameHandler extends ByteToMessageDecoder {
         p.remove(this);
     }
 
-    private void frame(ChannelHandlerContext ctx, ByteBuf in) {
+    private void frame(ByteBuf in) {
         if (connection.readsOnCallers()) {
             // The loop reads such a connection only on a socket error (EPOLLERR, e.g. a reset): what it read joins
             // the callers' bytes, delivered in order under their lock.

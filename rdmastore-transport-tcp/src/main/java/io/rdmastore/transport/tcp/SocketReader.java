@@ -5,6 +5,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.epoll.Native;
 import io.netty.channel.unix.FileDescriptor;
 import io.netty.channel.unix.Socket;
+import io.rdmastore.transport.TransportException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,8 +26,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * reads, delivering every frame that arrives (other threads' replies complete their futures) until its own reply is
  * in; a thread that finds the lock taken waits on its future. A background thread covers the rest: bytes that arrive
  * while no thread waits (pushes, replies to calls nobody waits for, the peer's one-sided requests) and, when a leader
- * leaves while others still wait, their replies. It waits in {@code poll(2)} without the lock while nobody reads, leaves
- * the socket alone for 1-8 ms when it finds a caller reading, and is woken through an eventfd.
+ * leaves while others still wait, their replies. It waits in {@code poll(2)} without the lock while nobody reads,
+ * leaves the socket alone for 1-8 ms when it finds a caller reading, and is woken through an eventfd.
  *
  * <p>Frames are delivered by one thread at a time, in order, under the read lock ({@link TcpConnection#nextFrame}).
  * The descriptor is the connection's own duplicate ({@link SocketDup}); {@link #stop} shuts the socket down (every
@@ -261,7 +262,7 @@ final class SocketReader {
         } else {
             // A socket error also wakes the event loop (EPOLLERR), which reads what the peer sent before it, and that
             // may be in flight to deliver(): the loop fails the connection after its own read.
-            connection.failLater(new io.rdmastore.transport.TransportException("connection failed: " + cause, cause));
+            connection.failLater(new TransportException("connection failed: " + cause, cause));
         }
     }
 
@@ -316,7 +317,7 @@ final class SocketReader {
             }
         } catch (RuntimeException | Error e) {
             LOG.warn("{}: the background reader failed", connection.describe(), e);
-            connection.failure(new io.rdmastore.transport.TransportException("reader failed: " + e, e));
+            connection.failure(new TransportException("reader failed: " + e, e));
         } finally {
             closeWake();
         }

@@ -272,7 +272,7 @@ final class TcpConnection implements Connection {
         }
     }
 
-    /** Moves reading from the event loop to the callers ({@link SocketReader}) where the platform allows. On the loop. */
+    /** Moves reading from the event loop to the callers ({@link SocketReader}) where the platform allows; on the loop. */
     private void startReader() {
         if (!SocketPoll.available()) {
             LOG.debug("{}: the event loop reads: no poll(2) ({})", describe(), SocketPoll.unavailabilityCause());
@@ -718,9 +718,9 @@ final class TcpConnection implements Connection {
     }
 
     /**
-     * Takes the next whole frame from {@code in} and dispatches it: 1 when it did, 0 when the frame is not complete yet,
-     * -1 when the connection reads no more (this side is closing, or a protocol violation it has reported; the bytes
-     * are skipped). On the loop, or on the thread holding the reader's lock.
+     * Takes the next whole frame from {@code in} and dispatches it: 1 when it did, 0 when the frame is not complete
+     * yet, -1 when the connection reads no more (this side is closing, or a protocol violation it has reported; the
+     * bytes are skipped). On the loop, or on the thread holding the reader's lock.
      */
     int nextFrame(ByteBuf in) {
         int readable = in.readableBytes();
@@ -833,11 +833,6 @@ final class TcpConnection implements Connection {
                 closeFuture.complete(null);
             }
         }
-    }
-
-    /** Whether this side closed (or is closing) the connection; frames still buffered are then dropped. */
-    boolean closing() {
-        return closed;
     }
 
     @Override
