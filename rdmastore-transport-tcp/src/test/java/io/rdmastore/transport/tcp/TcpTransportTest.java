@@ -527,12 +527,7 @@ class TcpTransportTest {
             }
             waiting[m.get(ValueLayout.JAVA_INT_UNALIGNED, 0)].complete(m.toArray(ValueLayout.JAVA_BYTE));
         }, Duration.ofSeconds(5)));
-        // the reader starts on the event loop once the channel is active, which may follow connect's return
-        long active = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (!c.readsOnCallers() && System.nanoTime() < active) {
-            Thread.sleep(1);
-        }
-        assertTrue(c.readsOnCallers(), "the connection's callers do not read");
+        awaitCallerReads(c);
         c.send(MemorySegment.ofArray(c.register(lent).descriptor()), Duration.ofSeconds(5));
         java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
         try {
@@ -592,6 +587,7 @@ class TcpTransportTest {
                 closed.countDown();
             }
         }, Duration.ofSeconds(5)));
+        awaitCallerReads((TcpConnection) c);
         c.send(MemorySegment.ofArray(new byte[] {1}), Duration.ofSeconds(5));
         Connection s = serverSide.get(5, TimeUnit.SECONDS);
         CompletableFuture<Void> never = new CompletableFuture<>();
@@ -605,6 +601,15 @@ class TcpTransportTest {
         assertFalse(c.isOpen());
         // once closed, nothing reads: the caller is told to wait on its own
         assertFalse(c.awaitReading(never, System.nanoTime() + TimeUnit.SECONDS.toNanos(1)));
+    }
+
+    /** Waits until the connection's callers read (its reader starts once the channel is active, maybe after connect). */
+    private static void awaitCallerReads(TcpConnection c) throws InterruptedException {
+        long active = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (!c.readsOnCallers() && System.nanoTime() < active) {
+            Thread.sleep(1);
+        }
+        assertTrue(c.readsOnCallers(), "the connection's callers do not read");
     }
 
     /** A message of {@code size} bytes: thread, sequence number, then bytes derived from both. */
