@@ -396,7 +396,7 @@ public final class BlobClient {
     }
 
     private Lease lease(byte[] key) {
-        ClientCore.Call<Lease> call = core.call(ProtocolDescriptor.BLOB_GET, w -> w.bytes(key), (st, r) -> {
+        ClientCore.Call<Lease> call = core.awaitedCall(ProtocolDescriptor.BLOB_GET, w -> w.bytes(key), (st, r) -> {
             if (st == ProtocolDescriptor.STATUS_NULL) {
                 return null;
             }
@@ -412,7 +412,7 @@ public final class BlobClient {
     }
 
     private void endLease(Lease lease) {
-        ClientCore.Call<Boolean> call = core.call(ProtocolDescriptor.BLOB_GET_DONE, w -> w.i64(lease.id),
+        ClientCore.Call<Boolean> call = core.awaitedCall(ProtocolDescriptor.BLOB_GET_DONE, w -> w.i64(lease.id),
             (st, r) -> st == ProtocolDescriptor.STATUS_OK, timeout);
         core.await(call, timeout);
     }

@@ -460,7 +460,43 @@ final class ClientCore implements AutoCloseable {
         return send(s, opcode, body, decoder, timeout);
     }
 
+    /** Set while this thread sends a call it will wait for itself ({@link #sending}). */
+    private static final ThreadLocal<boolean[]> AWAITED = ThreadLocal.withInitial(() -> new boolean[1]);
+
+    /**
+     * Runs {@code request}, whose calls this thread will wait for itself right after (a synchronous API call). Every
+     * other call counts as asynchronous: the transports are told ({@link Transport#sentUnawaited()}), so its reply is
+     * delivered without a waiting thread.
+     */
+    <T> CompletableFuture<T> sending(java.util.function.Supplier<CompletableFuture<T>> request) {
+        boolean[] awaited = AWAITED.get();
+        boolean outer = awaited[0];
+        awaited[0] = true;
+        try {
+            return request.get();
+        } finally {
+            awaited[0] = outer;
+        }
+    }
+
+    /** As {@link #call}, for a call this thread waits for itself right after ({@link #sending}). */
+    <T> Call<T> awaitedCall(byte opcode, Encoder body, Decoder<T> decoder, Duration timeout) {
+        boolean[] awaited = AWAITED.get();
+        boolean outer = awaited[0];
+        awaited[0] = true;
+        try {
+            return call(opcode, body, decoder, timeout);
+        } finally {
+            awaited[0] = outer;
+        }
+    }
+
     private <T> Call<T> send(Session s, byte opcode, Encoder body, Decoder<T> decoder, Duration timeout) {
+        if (s.driven && !AWAITED.get()[0]) {
+            for (Transport t : transports) {
+                t.sentUnawaited();
+            }
+        }
         Call<T> call = new Call<>(opcode, decoder);
         long id = ids.incrementAndGet();
         WireWriter w = WRITERS.get().header(opcode, id);
@@ -579,7 +615,11 @@ final class ClientCore implements AutoCloseable {
             // the carrier's I/O thread.
             long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.SECONDS.toNanos(1);
             int idle = !s.driven && s.connection.awaitReading(call, deadline) ? TCP_SPIN_ROUNDS : 0;
-            boolean polling = false;
+            boolean polling = s.driven;
+            if (s.driven) {
+                waiting(true);
+                polling(true);
+            }
             try {
                 while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < TCP_SPIN_ROUNDS)) {
                     if (s.driven && idle >= SPIN_ROUNDS + YIELD_ROUNDS) {
@@ -605,6 +645,10 @@ final class ClientCore implements AutoCloseable {
                     idle = idle(idle, s.driven ? driveTransports() : 0);
                 }
             } finally {
+                // the wait ends first: a poller that stops with its reply in hand needs no ring for the next one
+                if (s.driven) {
+                    waiting(false);
+                }
                 if (polling) {
                     polling(false);
                 }
@@ -629,6 +673,13 @@ final class ClientCore implements AutoCloseable {
     private void polling(boolean active) {
         for (Transport t : transports) {
             t.polling(active);
+        }
+    }
+
+    /** Tells the transports this thread starts or ends a wait for a reply ({@link Transport#waiting}). */
+    private void waiting(boolean active) {
+        for (Transport t : transports) {
+            t.waiting(active);
         }
     }
 

@@ -62,7 +62,7 @@ public final class DocumentCollection {
     }
 
     public List<BsonValue> insertMany(List<BsonDocument> documents) {
-        return client.docSync(insertManyAsync(documents));
+        return client.docSync(() -> insertManyAsync(documents));
     }
 
     public CompletableFuture<BsonValue> insertOneAsync(BsonDocument document) {
@@ -91,7 +91,7 @@ public final class DocumentCollection {
     }
 
     public List<BsonDocument> find(BsonDocument filter, int limit) {
-        return client.docSync(findAsync(filter, limit));
+        return client.docSync(() -> findAsync(filter, limit));
     }
 
     public List<BsonDocument> find(BsonDocument filter) {
@@ -133,19 +133,19 @@ public final class DocumentCollection {
 
     /** Applies {@code update} ({@code $set $unset $inc}) to the first matching document. */
     public UpdateResult updateOne(BsonDocument filter, BsonDocument update) {
-        return client.docSync(update(filter, update, false, false));
+        return client.docSync(() -> update(filter, update, false, false));
     }
 
     public UpdateResult updateOne(BsonDocument filter, BsonDocument update, boolean upsert) {
-        return client.docSync(update(filter, update, false, upsert));
+        return client.docSync(() -> update(filter, update, false, upsert));
     }
 
     public UpdateResult updateMany(BsonDocument filter, BsonDocument update) {
-        return client.docSync(update(filter, update, true, false));
+        return client.docSync(() -> update(filter, update, true, false));
     }
 
     public UpdateResult updateMany(BsonDocument filter, BsonDocument update, boolean upsert) {
-        return client.docSync(update(filter, update, true, upsert));
+        return client.docSync(() -> update(filter, update, true, upsert));
     }
 
     private CompletableFuture<Long> delete(BsonDocument filter, boolean many) {
@@ -165,11 +165,11 @@ public final class DocumentCollection {
 
     /** Deletes the first matching document; returns 1 or 0. */
     public long deleteOne(BsonDocument filter) {
-        return client.docSync(delete(filter, false));
+        return client.docSync(() -> delete(filter, false));
     }
 
     public long deleteMany(BsonDocument filter) {
-        return client.docSync(delete(filter, true));
+        return client.docSync(() -> delete(filter, true));
     }
 
     public CompletableFuture<Long> countDocumentsAsync(BsonDocument filter) {
@@ -178,7 +178,7 @@ public final class DocumentCollection {
     }
 
     public long countDocuments(BsonDocument filter) {
-        return client.docSync(countDocumentsAsync(filter));
+        return client.docSync(() -> countDocumentsAsync(filter));
     }
 
     public long countDocuments() {

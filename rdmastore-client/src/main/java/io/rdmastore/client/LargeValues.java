@@ -111,7 +111,7 @@ final class LargeValues implements AutoCloseable {
         try {
             MemorySegment.copy(value, 0, buf.segment, ValueLayout.JAVA_BYTE, 0, value.length);
             byte[] descriptor = buf.registration.descriptor();
-            ClientCore.Call<Boolean> call = core.call(ProtocolDescriptor.SET_LARGE, w -> w.u8(flags).i64(ttlMillis)
+            ClientCore.Call<Boolean> call = core.awaitedCall(ProtocolDescriptor.SET_LARGE, w -> w.u8(flags).i64(ttlMillis)
                 .bytes(key).i64(value.length).bytes(descriptor), (st, r) -> st == ProtocolDescriptor.STATUS_OK,
                 timeout);
             Boolean written;
@@ -243,7 +243,7 @@ final class LargeValues implements AutoCloseable {
     /** Sends GET_LARGE with the leases done so far; the decoded reply, or null when the server lacks GET_LARGE. */
     private Object ask(Connection c, byte[] key, Duration timeout) {
         long[] ended = drainDone();
-        ClientCore.Call<Object> call = core.call(ProtocolDescriptor.GET_LARGE, w -> {
+        ClientCore.Call<Object> call = core.awaitedCall(ProtocolDescriptor.GET_LARGE, w -> {
             w.bytes(key).i32(ended.length);
             for (long id : ended) {
                 w.i64(id);

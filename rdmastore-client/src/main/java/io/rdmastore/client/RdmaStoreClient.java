@@ -292,7 +292,7 @@ public final class RdmaStoreClient implements AutoCloseable {
 
     /** CLUSTER_MAP (get): the slot map text this server holds, "" before a map or outside cluster mode. */
     String clusterMapText() {
-        return core.await(core.call(ProtocolDescriptor.CLUSTER_MAP, w -> w.u8(0), (st, r) -> {
+        return core.await(core.awaitedCall(ProtocolDescriptor.CLUSTER_MAP, w -> w.u8(0), (st, r) -> {
             r.u8("cluster");
             r.string("selfId", 4096);
             r.string("setName", 4096);
@@ -301,7 +301,12 @@ public final class RdmaStoreClient implements AutoCloseable {
         }, timeout), timeout);
     }
 
-    private <T> T sync(CompletableFuture<T> f) {
+    /**
+     * Makes the call {@code request} sends and waits for its result on this thread. The call is sent marked as one its
+     * caller waits for ({@link ClientCore#sending}): over ucx the client's agent may then sleep through its reply.
+     */
+    private <T> T sync(java.util.function.Supplier<CompletableFuture<T>> request) {
+        CompletableFuture<T> f = core.sending(request);
         if (f instanceof ClientCore.Call<T> c) {
             return core.await(c, timeout);
         }
@@ -348,7 +353,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public String ping() {
-        return sync(pingAsync());
+        return sync(() -> pingAsync());
     }
 
     /** INFO: server, store and latency statistics, and this connection's transport and why, as text. */
@@ -357,7 +362,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public String info() {
-        return sync(infoAsync());
+        return sync(() -> infoAsync());
     }
 
     /** SNAPSHOT: writes a snapshot now (like SAVE); returns its time in epoch milliseconds. */
@@ -366,7 +371,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long snapshot() {
-        return sync(snapshotAsync());
+        return sync(() -> snapshotAsync());
     }
 
     // ---- strings ----
@@ -390,9 +395,9 @@ public final class RdmaStoreClient implements AutoCloseable {
     public byte[] get(byte[] key) {
         byte[] k = key(key);
         if (!core.plainReads) {
-            return sync(getAsync(k));
+            return sync(() -> getAsync(k));
         }
-        return core.largeValues.get(k, timeout, () -> sync(getAsync(k)));
+        return core.largeValues.get(k, timeout, () -> sync(() -> getAsync(k)));
     }
 
     /**
@@ -409,7 +414,7 @@ public final class RdmaStoreClient implements AutoCloseable {
             throw new IllegalArgumentException("dst is read-only");
         }
         if (!core.plainReads) {
-            byte[] v = sync(getAsync(k));
+            byte[] v = sync(() -> getAsync(k));
             if (v == null) {
                 return -1;
             }
@@ -420,7 +425,7 @@ public final class RdmaStoreClient implements AutoCloseable {
             dst.put(v);
             return v.length;
         }
-        return core.largeValues.get(k, dst, timeout, () -> sync(getAsync(k)));
+        return core.largeValues.get(k, dst, timeout, () -> sync(() -> getAsync(k)));
     }
 
     public String get(String key) {
@@ -456,7 +461,7 @@ public final class RdmaStoreClient implements AutoCloseable {
                 return written;
             }
         }
-        return sync(setAsync(key, value, options));
+        return sync(() -> setAsync(key, value, options));
     }
 
     public boolean set(byte[] key, byte[] value) {
@@ -478,7 +483,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long del(byte[]... keys) {
-        return sync(delAsync(keys));
+        return sync(() -> delAsync(keys));
     }
 
     public long del(String... keys) {
@@ -492,7 +497,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long exists(byte[]... keys) {
-        return sync(existsAsync(keys));
+        return sync(() -> existsAsync(keys));
     }
 
     public long exists(String... keys) {
@@ -507,7 +512,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public boolean expire(byte[] key, Duration ttl) {
-        return sync(expireAsync(key, ttl));
+        return sync(() -> expireAsync(key, ttl));
     }
 
     public boolean expire(String key, Duration ttl) {
@@ -521,7 +526,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long pttl(byte[] key) {
-        return sync(pttlAsync(key));
+        return sync(() -> pttlAsync(key));
     }
 
     public long pttl(String key) {
@@ -535,7 +540,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long incrBy(byte[] key, long delta) {
-        return sync(incrByAsync(key, delta));
+        return sync(() -> incrByAsync(key, delta));
     }
 
     public long incrBy(String key, long delta) {
@@ -560,7 +565,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<byte[]> mget(byte[]... keys) {
-        return sync(mgetAsync(keys));
+        return sync(() -> mgetAsync(keys));
     }
 
     public List<String> mget(String... keys) {
@@ -588,7 +593,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public void mset(List<byte[]> keysAndValues) {
-        sync(msetAsync(keysAndValues));
+        sync(() -> msetAsync(keysAndValues));
     }
 
     public void mset(Map<String, String> values) {
@@ -619,7 +624,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long hset(byte[] key, List<byte[]> fieldsAndValues) {
-        return sync(hsetAsync(key, fieldsAndValues));
+        return sync(() -> hsetAsync(key, fieldsAndValues));
     }
 
     public long hset(String key, String field, String value) {
@@ -643,7 +648,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public byte[] hget(byte[] key, byte[] field) {
-        return sync(hgetAsync(key, field));
+        return sync(() -> hgetAsync(key, field));
     }
 
     public String hget(String key, String field) {
@@ -668,7 +673,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<byte[]> hgetAll(byte[] key) {
-        return sync(hgetAllAsync(key));
+        return sync(() -> hgetAllAsync(key));
     }
 
     /** HGETALL with UTF-8 fields and values, in the hash's order. */
@@ -692,7 +697,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long hdel(byte[] key, byte[]... fields) {
-        return sync(hdelAsync(key, fields));
+        return sync(() -> hdelAsync(key, fields));
     }
 
     public long hdel(String key, String... fields) {
@@ -712,7 +717,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public Object command(Object... args) {
-        return sync(commandAsync(args));
+        return sync(() -> commandAsync(args));
     }
 
     /** As {@link #commandAsync}, for a read-only command: a replica set may serve it from a secondary (COMMAND_READ). */
@@ -721,7 +726,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public Object readCommand(Object... args) {
-        return sync(readCommandAsync(args));
+        return sync(() -> readCommandAsync(args));
     }
 
     private <T> CompletableFuture<T> command(boolean read, java.util.function.Function<Object, T> as, Object... args) {
@@ -754,11 +759,11 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long lpush(byte[] key, byte[]... values) {
-        return sync(lpushAsync(key, values));
+        return sync(() -> lpushAsync(key, values));
     }
 
     public long lpush(String key, String... values) {
-        return sync(command(false, Values::asLong, args("LPUSH", key, texts(values))));
+        return sync(() -> command(false, Values::asLong, args("LPUSH", key, texts(values))));
     }
 
     /** RPUSH: appends the values; returns the list's new length. */
@@ -767,11 +772,11 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long rpush(byte[] key, byte[]... values) {
-        return sync(rpushAsync(key, values));
+        return sync(() -> rpushAsync(key, values));
     }
 
     public long rpush(String key, String... values) {
-        return sync(command(false, Values::asLong, args("RPUSH", key, texts(values))));
+        return sync(() -> command(false, Values::asLong, args("RPUSH", key, texts(values))));
     }
 
     /** LPOP: removes and returns the first element, or null when the list is empty or missing. */
@@ -780,7 +785,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public byte[] lpop(byte[] key) {
-        return sync(lpopAsync(key));
+        return sync(() -> lpopAsync(key));
     }
 
     public String lpop(String key) {
@@ -793,7 +798,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<String> lpop(String key, long count) {
-        return Values.strings(sync(lpopAsync(utf8(key), count)));
+        return Values.strings(sync(() -> lpopAsync(utf8(key), count)));
     }
 
     /** RPOP: removes and returns the last element, or null. */
@@ -802,7 +807,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public byte[] rpop(byte[] key) {
-        return sync(rpopAsync(key));
+        return sync(() -> rpopAsync(key));
     }
 
     public String rpop(String key) {
@@ -815,7 +820,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<String> rpop(String key, long count) {
-        return Values.strings(sync(rpopAsync(utf8(key), count)));
+        return Values.strings(sync(() -> rpopAsync(utf8(key), count)));
     }
 
     /** LRANGE: the elements from {@code start} to {@code stop} inclusive; negative indexes count from the tail. */
@@ -824,7 +829,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<byte[]> lrange(byte[] key, long start, long stop) {
-        return sync(lrangeAsync(key, start, stop));
+        return sync(() -> lrangeAsync(key, start, stop));
     }
 
     public List<String> lrange(String key, long start, long stop) {
@@ -837,7 +842,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long llen(byte[] key) {
-        return sync(llenAsync(key));
+        return sync(() -> llenAsync(key));
     }
 
     public long llen(String key) {
@@ -850,7 +855,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public byte[] lindex(byte[] key, long index) {
-        return sync(lindexAsync(key, index));
+        return sync(() -> lindexAsync(key, index));
     }
 
     public String lindex(String key, long index) {
@@ -863,7 +868,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public void lset(byte[] key, long index, byte[] value) {
-        sync(lsetAsync(key, index, value));
+        sync(() -> lsetAsync(key, index, value));
     }
 
     public void lset(String key, long index, String value) {
@@ -876,7 +881,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long lrem(byte[] key, long count, byte[] value) {
-        return sync(lremAsync(key, count, value));
+        return sync(() -> lremAsync(key, count, value));
     }
 
     public long lrem(String key, long count, String value) {
@@ -889,7 +894,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public void ltrim(byte[] key, long start, long stop) {
-        sync(ltrimAsync(key, start, stop));
+        sync(() -> ltrimAsync(key, start, stop));
     }
 
     public void ltrim(String key, long start, long stop) {
@@ -902,7 +907,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long linsert(byte[] key, boolean before, byte[] pivot, byte[] value) {
-        return sync(linsertAsync(key, before, pivot, value));
+        return sync(() -> linsertAsync(key, before, pivot, value));
     }
 
     public long linsert(String key, boolean before, String pivot, String value) {
@@ -915,7 +920,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public byte[] lmove(byte[] source, byte[] destination, ListEnd from, ListEnd to) {
-        return sync(lmoveAsync(source, destination, from, to));
+        return sync(() -> lmoveAsync(source, destination, from, to));
     }
 
     public String lmove(String source, String destination, ListEnd from, ListEnd to) {
@@ -933,7 +938,7 @@ public final class RdmaStoreClient implements AutoCloseable {
 
     public Map.Entry<byte[], byte[]> blpop(Duration wait, byte[]... keys) {
         RdmaStoreClient view = waiting(wait);
-        return view.sync(view.blocking("BLPOP", wait, keys));
+        return view.sync(() -> view.blocking("BLPOP", wait, keys));
     }
 
     public Map.Entry<String, String> blpop(Duration wait, String... keys) {
@@ -947,7 +952,7 @@ public final class RdmaStoreClient implements AutoCloseable {
 
     public Map.Entry<byte[], byte[]> brpop(Duration wait, byte[]... keys) {
         RdmaStoreClient view = waiting(wait);
-        return view.sync(view.blocking("BRPOP", wait, keys));
+        return view.sync(() -> view.blocking("BRPOP", wait, keys));
     }
 
     /** A view whose call time-out covers a blocking command's {@code wait} on top of this view's time-out. */
@@ -985,11 +990,11 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long sadd(byte[] key, byte[]... members) {
-        return sync(saddAsync(key, members));
+        return sync(() -> saddAsync(key, members));
     }
 
     public long sadd(String key, String... members) {
-        return sync(command(false, Values::asLong, args("SADD", key, texts(members))));
+        return sync(() -> command(false, Values::asLong, args("SADD", key, texts(members))));
     }
 
     /** SREM: removes the members; returns how many were there. */
@@ -998,11 +1003,11 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long srem(byte[] key, byte[]... members) {
-        return sync(sremAsync(key, members));
+        return sync(() -> sremAsync(key, members));
     }
 
     public long srem(String key, String... members) {
-        return sync(command(false, Values::asLong, args("SREM", key, texts(members))));
+        return sync(() -> command(false, Values::asLong, args("SREM", key, texts(members))));
     }
 
     /** SMEMBERS: every member, in no particular order; empty when missing. */
@@ -1011,7 +1016,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<byte[]> smembers(byte[] key) {
-        return sync(smembersAsync(key));
+        return sync(() -> smembersAsync(key));
     }
 
     public java.util.Set<String> smembers(String key) {
@@ -1024,7 +1029,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public boolean sismember(byte[] key, byte[] member) {
-        return sync(sismemberAsync(key, member));
+        return sync(() -> sismemberAsync(key, member));
     }
 
     public boolean sismember(String key, String member) {
@@ -1037,7 +1042,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long scard(byte[] key) {
-        return sync(scardAsync(key));
+        return sync(() -> scardAsync(key));
     }
 
     public long scard(String key) {
@@ -1050,7 +1055,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public byte[] spop(byte[] key) {
-        return sync(spopAsync(key));
+        return sync(() -> spopAsync(key));
     }
 
     public String spop(String key) {
@@ -1063,7 +1068,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<String> spop(String key, long count) {
-        return Values.strings(sync(spopAsync(utf8(key), count)));
+        return Values.strings(sync(() -> spopAsync(utf8(key), count)));
     }
 
     /** SRANDMEMBER: a random member (not removed), or null. */
@@ -1072,7 +1077,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public byte[] srandmember(byte[] key) {
-        return sync(srandmemberAsync(key));
+        return sync(() -> srandmemberAsync(key));
     }
 
     public String srandmember(String key) {
@@ -1085,7 +1090,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<String> srandmember(String key, long count) {
-        return Values.strings(sync(srandmemberAsync(utf8(key), count)));
+        return Values.strings(sync(() -> srandmemberAsync(utf8(key), count)));
     }
 
     /** SINTER: the members in every one of the sets. */
@@ -1094,7 +1099,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public java.util.Set<String> sinter(String... keys) {
-        return Values.stringSet(sync(sinterAsync(utf8(keys))));
+        return Values.stringSet(sync(() -> sinterAsync(utf8(keys))));
     }
 
     /** SUNION: the members in any of the sets. */
@@ -1103,7 +1108,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public java.util.Set<String> sunion(String... keys) {
-        return Values.stringSet(sync(sunionAsync(utf8(keys))));
+        return Values.stringSet(sync(() -> sunionAsync(utf8(keys))));
     }
 
     /** SDIFF: the members of the first set that are in none of the others. */
@@ -1112,7 +1117,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public java.util.Set<String> sdiff(String... keys) {
-        return Values.stringSet(sync(sdiffAsync(utf8(keys))));
+        return Values.stringSet(sync(() -> sdiffAsync(utf8(keys))));
     }
 
     private CompletableFuture<List<byte[]>> setOp(String name, byte[][] keys) {
@@ -1155,7 +1160,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long zadd(byte[] key, ZAddOptions options, Map<byte[], Double> scores) {
-        return sync(zaddAsync(key, options, scores));
+        return sync(() -> zaddAsync(key, options, scores));
     }
 
     /** ZADD of text members; {@code scores} is member to score. */
@@ -1177,7 +1182,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public double zincrby(byte[] key, double delta, byte[] member) {
-        return sync(zincrbyAsync(key, delta, member));
+        return sync(() -> zincrbyAsync(key, delta, member));
     }
 
     public double zincrby(String key, double delta, String member) {
@@ -1190,7 +1195,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public Double zscore(byte[] key, byte[] member) {
-        return sync(zscoreAsync(key, member));
+        return sync(() -> zscoreAsync(key, member));
     }
 
     public Double zscore(String key, String member) {
@@ -1203,7 +1208,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public Long zrank(String key, String member) {
-        return sync(zrankAsync(utf8(key), utf8(member)));
+        return sync(() -> zrankAsync(utf8(key), utf8(member)));
     }
 
     /** ZREVRANK: the member's index by descending score, or null. */
@@ -1212,7 +1217,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public Long zrevrank(String key, String member) {
-        return sync(zrevrankAsync(utf8(key), utf8(member)));
+        return sync(() -> zrevrankAsync(utf8(key), utf8(member)));
     }
 
     /** ZCARD: the number of members, 0 when missing. */
@@ -1221,7 +1226,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long zcard(byte[] key) {
-        return sync(zcardAsync(key));
+        return sync(() -> zcardAsync(key));
     }
 
     public long zcard(String key) {
@@ -1234,11 +1239,11 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long zrem(byte[] key, byte[]... members) {
-        return sync(zremAsync(key, members));
+        return sync(() -> zremAsync(key, members));
     }
 
     public long zrem(String key, String... members) {
-        return sync(command(false, Values::asLong, args("ZREM", key, texts(members))));
+        return sync(() -> command(false, Values::asLong, args("ZREM", key, texts(members))));
     }
 
     /** ZRANGE by rank: the members from {@code start} to {@code stop} inclusive, by ascending score. */
@@ -1247,7 +1252,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<String> zrange(String key, long start, long stop) {
-        return Values.strings(sync(zrangeAsync(utf8(key), start, stop)));
+        return Values.strings(sync(() -> zrangeAsync(utf8(key), start, stop)));
     }
 
     /** ZRANGE by rank WITHSCORES. */
@@ -1256,7 +1261,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<ScoredMember> zrangeWithScores(String key, long start, long stop) {
-        return sync(zrangeWithScoresAsync(utf8(key), start, stop));
+        return sync(() -> zrangeWithScoresAsync(utf8(key), start, stop));
     }
 
     /** ZRANGEBYSCORE: members with {@code min <= score <= max} (infinities allowed), by ascending score. */
@@ -1265,7 +1270,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<String> zrangeByScore(String key, double min, double max) {
-        return Values.strings(sync(zrangeByScoreAsync(utf8(key), min, max)));
+        return Values.strings(sync(() -> zrangeByScoreAsync(utf8(key), min, max)));
     }
 
     /** ZRANGEBYSCORE WITHSCORES. */
@@ -1274,7 +1279,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<ScoredMember> zrangeByScoreWithScores(String key, double min, double max) {
-        return sync(zrangeByScoreWithScoresAsync(utf8(key), min, max));
+        return sync(() -> zrangeByScoreWithScoresAsync(utf8(key), min, max));
     }
 
     /** ZPOPMIN: removes and returns up to {@code count} members with the lowest scores. */
@@ -1283,7 +1288,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<ScoredMember> zpopmin(String key, long count) {
-        return sync(zpopminAsync(utf8(key), count));
+        return sync(() -> zpopminAsync(utf8(key), count));
     }
 
     /** ZPOPMAX: removes and returns up to {@code count} members with the highest scores, highest first. */
@@ -1292,7 +1297,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<ScoredMember> zpopmax(String key, long count) {
-        return sync(zpopmaxAsync(utf8(key), count));
+        return sync(() -> zpopmaxAsync(utf8(key), count));
     }
 
     /** ZCOUNT: how many members have {@code min <= score <= max}. */
@@ -1301,7 +1306,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long zcount(String key, double min, double max) {
-        return sync(zcountAsync(utf8(key), min, max));
+        return sync(() -> zcountAsync(utf8(key), min, max));
     }
 
     // ---- transactions ----
@@ -1319,12 +1324,12 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public List<Object> transaction(java.util.function.Consumer<Transaction> body) {
-        return sync(transactionAsync(body));
+        return sync(() -> transactionAsync(body));
     }
 
     /** Run by {@link Watch}: {@code watch} 0 is none; null when a watched key changed. */
     List<Object> transaction(long watch, java.util.function.Consumer<Transaction> body) {
-        return sync(transactionAsync(watch, body));
+        return sync(() -> transactionAsync(watch, body));
     }
 
     private CompletableFuture<List<Object>> transactionAsync(long watch, java.util.function.Consumer<Transaction> body) {
@@ -1351,7 +1356,7 @@ public final class RdmaStoreClient implements AutoCloseable {
      */
     public Watch watch(byte[]... keys) {
         byte[][] ks = keys.clone();
-        long id = core.await(core.call(ProtocolDescriptor.WATCH, w -> keys(w, ks), LONG_REPLY, timeout), timeout);
+        long id = core.await(core.awaitedCall(ProtocolDescriptor.WATCH, w -> keys(w, ks), LONG_REPLY, timeout), timeout);
         return new Watch(this, id);
     }
 
@@ -1360,7 +1365,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     void unwatch(long id) {
-        core.await(core.call(ProtocolDescriptor.UNWATCH, w -> w.i64(id), (st, r) -> null, timeout), timeout);
+        core.await(core.awaitedCall(ProtocolDescriptor.UNWATCH, w -> w.i64(id), (st, r) -> null, timeout), timeout);
     }
 
     // ---- pub/sub ----
@@ -1394,7 +1399,7 @@ public final class RdmaStoreClient implements AutoCloseable {
 
     /** Sends one of the (P)(UN)SUBSCRIBE opcodes and waits: the subscriptions the connection holds after it. */
     private long subscription(byte opcode, List<byte[]> names) {
-        return core.await(core.call(opcode, w -> {
+        return core.await(core.awaitedCall(opcode, w -> {
             w.i32(names.size());
             for (byte[] n : names) {
                 w.bytes(n);
@@ -1408,7 +1413,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public long publish(byte[] channel, byte[] message) {
-        return sync(publishAsync(channel, message));
+        return sync(() -> publishAsync(channel, message));
     }
 
     public long publish(String channel, String message) {
@@ -1430,7 +1435,7 @@ public final class RdmaStoreClient implements AutoCloseable {
         return call(opcode, body, decoder);
     }
 
-    <T> T docSync(CompletableFuture<T> f) {
-        return sync(f);
+    <T> T docSync(java.util.function.Supplier<CompletableFuture<T>> request) {
+        return sync(request);
     }
 }

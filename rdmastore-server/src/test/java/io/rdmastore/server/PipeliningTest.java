@@ -66,4 +66,28 @@ class PipeliningTest {
             assertTrue(c.info().contains("process_count:"));
         }
     }
+
+    /**
+     * A reply that no thread of the client waits for in the client's own loop (a future joined directly), right after
+     * synchronous calls: over ucx the client's agent may be sleeping unrung just then (the synchronous caller drove the
+     * worker and was about to poll again), and must still deliver it.
+     */
+    @ParameterizedTest
+    @MethodSource("transports")
+    void anAsyncReplyRightAfterSyncCallsIsDelivered(String t) throws Exception {
+        try (RdmaStoreClient c = TestServers.client(server, t)) {
+            long slowest = 0;
+            for (int i = 0; i < 200; i++) {
+                byte[] k = (t + ":a" + i).getBytes(StandardCharsets.UTF_8);
+                byte[] v = ("value " + i).getBytes(StandardCharsets.UTF_8);
+                assertTrue(c.set(k, v));
+                assertArrayEquals(v, c.get(k));
+                long t0 = System.nanoTime();
+                // CompletableFuture.get drives nothing: the transport must deliver the reply by itself
+                assertArrayEquals(v, c.getAsync(k).get(10, TimeUnit.SECONDS), "async GET " + i);
+                slowest = Math.max(slowest, System.nanoTime() - t0);
+            }
+            System.out.printf("%s: slowest async GET after synchronous calls %.1f ms%n", t, slowest / 1e6);
+        }
+    }
 }

@@ -36,6 +36,25 @@ public interface Transport extends AutoCloseable {
     default void polling(boolean active) {
     }
 
+    /**
+     * A hint from a thread that waits for a reply: {@code true} when it starts waiting (polling or blocked),
+     * {@code false} when its wait is over (before its last {@code polling(false)}, when it polls). Calls are paired
+     * per thread. A
+     * provider may then tell a thread that got its reply and goes on to its next request (it polls again in a moment)
+     * from one that blocks for a late reply (someone else must deliver it), and need not be woken between a caller's
+     * requests. Default: nothing.
+     */
+    default void waiting(boolean active) {
+    }
+
+    /**
+     * A hint from a thread that sent a request whose reply it will not wait for by {@link #waiting} (an asynchronous
+     * call): the provider must deliver that reply by itself, so it should not sleep unrung on callers' polling now.
+     * Default: nothing.
+     */
+    default void sentUnawaited() {
+    }
+
     @Override
     void close();
 }

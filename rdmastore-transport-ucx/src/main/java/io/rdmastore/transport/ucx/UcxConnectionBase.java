@@ -53,6 +53,9 @@ abstract class UcxConnectionBase implements Connection {
     /** The peer's doorbell (a peer on this host with an adaptive agent), else null; rung after each put to it. */
     final Doorbell.Remote peerBell;
 
+    /** This side connected (a client's connection); set once, before the connection is listed. */
+    boolean initiated;
+
     /** Offers from threads other than the driver, in order; drained by the driver. */
     final ManyToOneConcurrentLinkedQueue<byte[]> pending = new ManyToOneConcurrentLinkedQueue<>();
     final AtomicLong pendingBytes = new AtomicLong();

@@ -282,6 +282,16 @@ public final class UcxTransport implements UpgradeTransport {
     private Doorbell doorbell;
     /** Threads polling the worker while they wait for a reply ({@link #polling(boolean)}). */
     private final java.util.concurrent.atomic.AtomicInteger pollers = new java.util.concurrent.atomic.AtomicInteger();
+    /** Listed connections that this side accepted or whose peer cannot ring this agent ({@link #everyPeerRings()}). */
+    private final java.util.concurrent.atomic.AtomicInteger unringing = new java.util.concurrent.atomic.AtomicInteger();
+    /** Threads waiting for a reply, polling or blocked ({@link #waiting(boolean)}). */
+    private final java.util.concurrent.atomic.AtomicInteger waiters = new java.util.concurrent.atomic.AtomicInteger();
+    /** When a wait last ended ({@link System#nanoTime()}). */
+    private volatile long lastWaitEnd = System.nanoTime() - 1_000_000_000L;
+    /** When an asynchronous call was last sent ({@link #sentUnawaited()}). */
+    private volatile long lastUnawaited = System.nanoTime() - 1_000_000_000L;
+    /** The agent sleeps unrung, or is about to ({@link #sleep()}). */
+    private volatile boolean quietSleep;
     /** The agent sleeps (or is about to), whether or not its flag asks peers to ring. */
     private volatile boolean sleeping;
     /** The agent's sleeps, and how many a ring ended rather than the time-out (for tests). */
@@ -553,6 +563,7 @@ public final class UcxTransport implements UpgradeTransport {
         UcxConnectionBase c = ctx.messaging.equals("am")
             ? new UcxAmConnection(this, control, handler, reason, peer)
             : new UcxConnection(this, control, handler, reason, peer);
+        c.initiated = initiator;
         UpgradeImpl up = new UpgradeImpl(c, control, prefix);
         execute(() -> up.setUp());
         return up;
@@ -588,6 +599,9 @@ public final class UcxTransport implements UpgradeTransport {
                         .put(c.peer.workerAddress()).flip()));
                 c.attachLocal(slot, slotAddress(slot), ep);
                 connections.add(c);
+                if (c.peerBell == null || !c.initiated) {
+                    unringing.incrementAndGet();
+                }
                 byte[] offer = c.offer(slotKey(slot));
                 byte[] msg = new byte[offer.length + 1];
                 msg[0] = prefix;
@@ -736,7 +750,9 @@ public final class UcxTransport implements UpgradeTransport {
     }
 
     void removeConnection(UcxConnectionBase c) {
-        connections.remove(c);
+        if (connections.remove(c) && (c.peerBell == null || !c.initiated)) {
+            unringing.decrementAndGet();
+        }
     }
 
     // ---- driving ----
@@ -895,6 +911,11 @@ public final class UcxTransport implements UpgradeTransport {
 
     private void runAdaptive() {
         while (running) {
+            if (doorbell != null && callersDrive()) {
+                // callers drive the worker: nothing for this agent to do but stay off the cores
+                sleep();
+                continue;
+            }
             if (doWork() > 0) {
                 continue;
             }
@@ -942,9 +963,61 @@ public final class UcxTransport implements UpgradeTransport {
         if (active) {
             pollers.incrementAndGet();
             bell.asleep(false);
-        } else if (pollers.decrementAndGet() == 0 && sleeping) {
+        } else if (pollers.decrementAndGet() == 0 && sleeping && (waiters.get() > 0 || !QUIET)) {
+            // a thread blocks for its reply: the agent must deliver it, so peers ring again
             bell.asleep(true);
         }
+    }
+
+    /**
+     * A thread starts ({@code true}) or ends a wait for a reply, polling or blocked. When the last poller stops because
+     * its wait is over (no thread waits), the sleeping agent's flag stays down: the thread is most likely about to send
+     * its next request and poll again, and a ring for that reply would wake the agent for nothing, taking a core from
+     * the caller or the server. The agent raises the flag itself once no thread has waited for a while (see
+     * {@link #sleep()}); until then a frame nobody waits for (a push, an asynchronous reply) is found by the next poller
+     * or by the agent within {@link #POLLER_SLEEP_MILLIS}.
+     */
+    @Override
+    public void waiting(boolean active) {
+        if (doorbell == null) {
+            return;
+        }
+        if (active) {
+            waiters.incrementAndGet();
+        } else {
+            lastWaitEnd = System.nanoTime();
+            waiters.decrementAndGet();
+        }
+    }
+
+    /**
+     * An asynchronous call was sent: its reply is this agent's to deliver. Ends an unrung sleep (the flag goes up when
+     * the agent sleeps again), and keeps the agent from sleeping unrung for the next 100 ms.
+     */
+    @Override
+    public void sentUnawaited() {
+        Doorbell bell = doorbell;
+        if (bell == null) {
+            return;
+        }
+        lastUnawaited = System.nanoTime();
+        if (quietSleep) {
+            bell.ringSelf();
+        }
+    }
+
+    /**
+     * Whether callers drive the worker themselves, so the agent may sleep unrung: a thread polls, or none waits but one
+     * ended a wait within the last millisecond (it is most likely sending its next request); no asynchronous call was
+     * sent in the last 100 ms; and every peer is on this host, so that once the flag is up it rings.
+     */
+    private boolean callersDrive() {
+        if (!QUIET) {
+            return false;
+        }
+        long now = System.nanoTime();
+        return (pollers.get() > 0 || waiters.get() == 0 && now - lastWaitEnd < 1_000_000)
+            && now - lastUnawaited > 100_000_000 && everyPeerRings();
     }
 
     /**
@@ -953,6 +1026,26 @@ public final class UcxTransport implements UpgradeTransport {
      * at most 1 ms.
      */
     private void sleep() {
+        Doorbell quietBell = doorbell;
+        if (quietBell != null) {
+            parked = true;
+            sleeping = true;
+            quietSleep = true;
+            if (commands.isEmpty() && callersDrive()) {
+                // the flag stays down: peers do not ring; a thread that stops polling to block raises it (polling),
+                // an asynchronous call rings this agent (sentUnawaited)
+                sleeps.incrementAndGet();
+                if (quietBell.sleep(POLLER_SLEEP_MILLIS)) {
+                    eventWakes.incrementAndGet();
+                }
+                quietSleep = false;
+                sleeping = false;
+                quietBell.asleep(false);
+                parked = false;
+                return;
+            }
+            quietSleep = false;
+        }
         if (!invokerLock.tryLock()) {
             // another thread drives the worker now; let it
             Thread.yield();
@@ -985,6 +1078,22 @@ public final class UcxTransport implements UpgradeTransport {
             bell.asleep(false);
         }
         parked = false;
+    }
+
+    /** Whether the agent may sleep unrung while callers drive the worker ({@code -Drdmastore.ucx.quiet=false}: never). */
+    static final boolean QUIET = !"false".equals(System.getProperty("rdmastore.ucx.quiet"));
+    /**
+     * How long the agent sleeps, unrung, while callers drive the worker themselves (a thread polls, or one just got its
+     * reply and is about to send its next request) and every peer is on this host and can ring it once its flag is up.
+     */
+    private static final int POLLER_SLEEP_MILLIS = Integer.getInteger("rdmastore.ucx.pollerSleepMillis", 10);
+
+    /**
+     * Whether this side made every connection (a client's: no peer sends requests that only the agent would serve) and
+     * every peer is on this host and rings this agent's doorbell once it sleeps.
+     */
+    private boolean everyPeerRings() {
+        return unringing.get() == 0;
     }
 
     /** Whether the agent's doorbell flag says asleep now (it may still take one last look at its rings). */

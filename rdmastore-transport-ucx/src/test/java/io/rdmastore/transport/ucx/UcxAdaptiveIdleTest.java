@@ -172,6 +172,41 @@ class UcxAdaptiveIdleTest {
         }
     }
 
+    /**
+     * A caller whose wait ended (it got its reply and will send its next request) leaves the sleeping agent's flag down,
+     * so the reply to that next request rings nobody; the agent raises it again once calls stop. A caller that stops
+     * polling to block for a late reply raises it at once: the agent must then deliver that reply.
+     */
+    @Test
+    @Timeout(30)
+    void aCallerBetweenRequestsIsNotRungButABlockedOneIs() throws Exception {
+        try (UcxTransport t = new UcxTransport(new UcxTransport.Context().idleStrategy("light").tls("posix,cma,self")
+                 .memoryBudget(4 << 20).maxConnections(1))) {
+            assertTrue(t.hasDoorbell());
+            awaitAsleep(t, true);
+            int down = 0;
+            for (int i = 0; i < 20; i++) {
+                t.waiting(true);
+                t.polling(true);
+                assertTrue(!t.agentAsleep(), "a ring was asked for while a thread polls");
+                t.waiting(false);
+                t.polling(false);
+                if (!t.agentAsleep()) {
+                    down++;
+                }
+                Thread.onSpinWait();
+            }
+            // the flag stays down unless this thread stalled for a millisecond between its calls
+            assertTrue(down >= 15, "the flag went up between requests " + (20 - down) + " times in 20");
+            awaitAsleep(t, true);
+            t.waiting(true);
+            t.polling(true);
+            t.polling(false);
+            awaitAsleep(t, true);
+            t.waiting(false);
+        }
+    }
+
     private static void awaitAsleep(UcxTransport t, boolean asleep) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (t.agentAsleep() != asleep) {
