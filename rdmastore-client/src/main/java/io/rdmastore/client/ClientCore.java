@@ -564,6 +564,11 @@ final class ClientCore implements AutoCloseable {
     private static final int TCP_SPIN_ROUNDS = 100;
     /** Rounds it yields before it parks. */
     private static final int YIELD_ROUNDS = 100;
+    /**
+     * A yield that returns later than this means the core is contended (another runnable thread ran in between): the
+     * waiting thread stops yielding and blocks. 0: never ({@code -Drdmastore.client.contendedYieldMicros}).
+     */
+    private static final long CONTENDED_YIELD_NANOS = Long.getLong("rdmastore.client.contendedYieldMicros", 50) * 1000;
 
     /**
      * Spin, then yield, then park: replies that take tens of microseconds are caught while spinning (a park costs
@@ -576,7 +581,13 @@ final class ClientCore implements AutoCloseable {
         if (idle < SPIN_ROUNDS) {
             Thread.onSpinWait();
         } else if (idle < SPIN_ROUNDS + YIELD_ROUNDS) {
+            long start = System.nanoTime();
             Thread.yield();
+            if (CONTENDED_YIELD_NANOS > 0 && System.nanoTime() - start > CONTENDED_YIELD_NANOS) {
+                // Another thread had this core for a while: it is contended. Yielding again only hands it over for
+                // scheduler slices; blocking lets this thread be woken (and preempt) when the reply lands.
+                return SPIN_ROUNDS + YIELD_ROUNDS;
+            }
         } else {
             // A reply that takes this long is not a fast one: park longer as the wait grows (50 us for ~5 ms, then
             // 200 us, then 1 ms), so a long wait (a replica's long poll) costs a few hundred wake-ups a second, not

@@ -282,6 +282,8 @@ public final class UcxTransport implements UpgradeTransport {
     private Doorbell doorbell;
     /** Threads polling the worker while they wait for a reply ({@link #polling(boolean)}). */
     private final java.util.concurrent.atomic.AtomicInteger pollers = new java.util.concurrent.atomic.AtomicInteger();
+    /** Listed connections whose peer cannot ring this agent (a peer on another host). */
+    private final java.util.concurrent.atomic.AtomicInteger bellless = new java.util.concurrent.atomic.AtomicInteger();
     /** Listed connections that this side accepted or whose peer cannot ring this agent ({@link #everyPeerRings()}). */
     private final java.util.concurrent.atomic.AtomicInteger unringing = new java.util.concurrent.atomic.AtomicInteger();
     /** Threads waiting for a reply, polling or blocked ({@link #waiting(boolean)}). */
@@ -602,6 +604,9 @@ public final class UcxTransport implements UpgradeTransport {
                 if (c.peerBell == null || !c.initiated) {
                     unringing.incrementAndGet();
                 }
+                if (c.peerBell == null) {
+                    bellless.incrementAndGet();
+                }
                 byte[] offer = c.offer(slotKey(slot));
                 byte[] msg = new byte[offer.length + 1];
                 msg[0] = prefix;
@@ -750,8 +755,13 @@ public final class UcxTransport implements UpgradeTransport {
     }
 
     void removeConnection(UcxConnectionBase c) {
-        if (connections.remove(c) && (c.peerBell == null || !c.initiated)) {
-            unringing.decrementAndGet();
+        if (connections.remove(c)) {
+            if (c.peerBell == null || !c.initiated) {
+                unringing.decrementAndGet();
+            }
+            if (c.peerBell == null) {
+                bellless.decrementAndGet();
+            }
         }
     }
 
@@ -906,6 +916,9 @@ public final class UcxTransport implements UpgradeTransport {
      * one) for at most 1 ms. A peer on this host that puts a frame, or a thread of this process that queues a command,
      * rings it; peers on other hosts are polled at least every millisecond, as under {@code backoff}.
      */
+    /** A yield of the adaptive agent that returns later than this ends its spell: the core is contended. */
+    private static final long CONTENDED_YIELD_NANOS = 50_000;
+
     /** The part of an adaptive idle spell spent spinning before yielding. */
     private static final long SPIN_NANOS = Long.getLong("rdmastore.ucx.spinNanos", 5_000);
 
@@ -930,14 +943,22 @@ public final class UcxTransport implements UpgradeTransport {
                 // a few microseconds of spinning catch a reply's next request; past them the agent yields, so on a
                 // core shared with more runnable threads (other agents, the clients) each gets its turn within a few
                 // microseconds, and on an idle core a yield returns at once
+                boolean contended = false;
                 if (idleNanos < SPIN_NANOS) {
                     Thread.onSpinWait();
                 } else {
+                    long before = System.nanoTime();
                     Thread.yield();
+                    // a yield that returns late means another thread had this core: on a contended core yielding
+                    // only hands it over for scheduler slices, while a sleeper rung awake preempts
+                    contended = System.nanoTime() - before > CONTENDED_YIELD_NANOS;
                 }
                 if (doWork() > 0) {
                     adaptive.workAfter(System.nanoTime() - start);
                     found = true;
+                    break;
+                }
+                if (contended) {
                     break;
                 }
             }
@@ -1066,7 +1087,9 @@ public final class UcxTransport implements UpgradeTransport {
         if (idle && running) {
             sleeps.incrementAndGet();
             if (bell != null) {
-                if (bell.sleep(1)) {
+                // peers that cannot ring (on other hosts) are polled every millisecond; when every peer can, the
+                // time-out only bounds a wake-up lost anyway (a put still queued when the agent took its last look)
+                if (bell.sleep(bellless.get() == 0 ? IDLE_SLEEP_MILLIS : 1)) {
                     eventWakes.incrementAndGet();
                 }
             } else {
@@ -1080,6 +1103,8 @@ public final class UcxTransport implements UpgradeTransport {
         parked = false;
     }
 
+    /** How long an idle agent sleeps (its flag up) when every peer can ring it. */
+    private static final int IDLE_SLEEP_MILLIS = Integer.getInteger("rdmastore.ucx.idleSleepMillis", 10);
     /** Whether the agent may sleep unrung while callers drive the worker ({@code -Drdmastore.ucx.quiet=false}: never). */
     static final boolean QUIET = !"false".equals(System.getProperty("rdmastore.ucx.quiet"));
     /**
