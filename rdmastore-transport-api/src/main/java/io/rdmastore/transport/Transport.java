@@ -29,9 +29,10 @@ public interface Transport extends AutoCloseable {
 
     /**
      * A hint from a thread that waits for a reply: {@code true} when it starts calling {@link #doWork()} in a loop
-     * while it waits, {@code false} when it stops (to block until the reply is delivered). Calls are paired per thread.
-     * A provider whose own thread sleeps between messages may then leave peers' messages to the polling thread instead
-     * of being woken for each, and must be woken again once no thread polls. Default: nothing.
+     * while it waits, {@code false} when it stops (to block until the reply is delivered, or because its wait is
+     * over). Calls are paired per thread. A provider whose own thread sleeps between messages may then leave peers'
+     * messages to the polling thread instead of being woken for each, and must be woken again once no thread polls
+     * (at once when a thread blocks for its reply; see {@link #waiting}). Default: nothing.
      */
     default void polling(boolean active) {
     }
@@ -39,10 +40,9 @@ public interface Transport extends AutoCloseable {
     /**
      * A hint from a thread that waits for a reply: {@code true} when it starts waiting (polling or blocked),
      * {@code false} when its wait is over (before its last {@code polling(false)}, when it polls). Calls are paired
-     * per thread. A
-     * provider may then tell a thread that got its reply and goes on to its next request (it polls again in a moment)
-     * from one that blocks for a late reply (someone else must deliver it), and need not be woken between a caller's
-     * requests. Default: nothing.
+     * per thread. A provider may then tell a thread that got its reply and goes on to its next request (it polls
+     * again in a moment) from one that blocks for a late reply (someone else must deliver it), and need not be woken
+     * between a caller's requests. Default: nothing.
      */
     default void waiting(boolean active) {
     }

@@ -910,18 +910,20 @@ public final class UcxTransport implements UpgradeTransport {
         }
     }
 
-    /**
-     * The adaptive agent: duty cycles while there is work; when there is none, spins (then yields) for the window
-     * {@link AdaptiveIdle} keeps, and when that passes without work, sleeps on its {@link Doorbell} (or parks, without
-     * one) for at most 1 ms. A peer on this host that puts a frame, or a thread of this process that queues a command,
-     * rings it; peers on other hosts are polled at least every millisecond, as under {@code backoff}.
-     */
     /** A yield of the adaptive agent that returns later than this ends its spell: the core is contended. */
     private static final long CONTENDED_YIELD_NANOS = 50_000;
 
     /** The part of an adaptive idle spell spent spinning before yielding. */
     private static final long SPIN_NANOS = Long.getLong("rdmastore.ucx.spinNanos", 5_000);
 
+    /**
+     * The adaptive agent: duty cycles while there is work; when there is none, spins (then yields) for the window
+     * {@link AdaptiveIdle} keeps, and when that passes without work (or a yield returns late: the core is contended),
+     * sleeps on its {@link Doorbell} (or parks, without one): 1 ms while a peer on another host cannot ring it (such
+     * peers are polled at least every millisecond, as under {@code backoff}), else 10 ms. A peer on this host that puts
+     * a frame, or a thread of this process that queues a command, rings it. While callers drive the worker themselves
+     * it sleeps unrung ({@link #waiting}).
+     */
     private void runAdaptive() {
         while (running) {
             if (doorbell != null && callersDrive()) {
@@ -1042,9 +1044,10 @@ public final class UcxTransport implements UpgradeTransport {
     }
 
     /**
-     * The agent's sleep: mark it asleep (peers that put a frame now ring the doorbell, unless a waiting thread polls
-     * the worker), look at the rings and commands once more, then wait for a ring (or park, without a doorbell) for
-     * at most 1 ms.
+     * The agent's sleep: unrung for up to 10 ms while callers drive the worker ({@link #callersDrive()}); else mark it
+     * asleep (peers that put a frame now ring the doorbell, unless a waiting thread polls the worker), look at the
+     * rings and commands once more, then wait for a ring (or park, without a doorbell) for at most 1 ms, or 10 ms when
+     * every peer can ring.
      */
     private void sleep() {
         Doorbell quietBell = doorbell;
