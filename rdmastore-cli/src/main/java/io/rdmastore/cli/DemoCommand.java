@@ -196,13 +196,18 @@ final class DemoCommand implements Callable<Integer> {
             + (found.size() == 1 ? "" : "s"));
     }
 
+    /** The longest warm-up of each timed run. */
+    private static final long WARM_UP_NANOS = 1_000_000_000L;
+
     private Row timed(RdmaStoreClient c, String transport, String wire, String reason) {
         byte[] key = "demo:timed".getBytes(StandardCharsets.UTF_8);
         byte[] value = new byte[valueBytes];
         Arrays.fill(value, (byte) 'v');
         c.set(key, value);
-        long warmUpEnd = System.nanoTime() + 300_000_000L;
-        for (int i = 0; i < 2_000 && System.nanoTime() < warmUpEnd; i++) {
+        // long enough for the JIT to compile the client's and the server's paths (tens of thousands of calls): timed
+        // after 2,000, every transport ran largely interpreted and ucx's rows showed tens of microseconds
+        long warmUpEnd = System.nanoTime() + WARM_UP_NANOS;
+        for (int i = 0; i < 50_000 && System.nanoTime() < warmUpEnd; i++) {
             c.get(key);
         }
         Histogram h = new Histogram(3);
