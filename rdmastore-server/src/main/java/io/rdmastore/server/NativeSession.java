@@ -102,8 +102,8 @@ final class NativeSession implements MessageHandler {
     private boolean closeDeferred;
     private Throwable deferredCause;
     private final Object holdLock = new Object();
-    /** A long command taken off the current request, handed to the pool when {@link #handle} ends; its thread only. */
-    private Runnable pendingLong;
+    /** The current request is a long command to run on the pool once {@link #handle} ends; its thread only. */
+    private boolean offloadPending;
     /** Whether requests run on the long-command pool now (held ones); read and written by the thread running them. */
     private boolean onPool;
     /** Most bytes of requests held behind a long command before the connection is closed (a flood). */
@@ -212,7 +212,11 @@ final class NativeSession implements MessageHandler {
             reader.clear();
         }
         long executed = System.nanoTime();
-        server.recordProcessNanos(executed - start);
+        // a long command taken off this thread is timed where it runs, as this same request (runLong)
+        boolean offloaded = offloadPending;
+        if (!offloaded) {
+            server.recordProcessNanos(executed - start);
+        }
         try {
             try {
                 send(writer);
@@ -221,12 +225,15 @@ final class NativeSession implements MessageHandler {
                     rs.exitRequest();
                 }
             }
-            if (timing != null) {
+            if (timing != null && !offloaded) {
                 timing.record(opcode, storeStartNanos - start, executed - storeStartNanos,
                     System.nanoTime() - executed);
             }
         } finally {
-            submitPendingLong();
+            if (offloaded) {
+                offloadPending = false;
+                submitLong(message.toArray(ValueLayout.JAVA_BYTE));
+            }
         }
     }
 
@@ -460,7 +467,7 @@ final class NativeSession implements MessageHandler {
                 r.end();
                 markStore();
                 boolean readOnly = opcode == ProtocolDescriptor.COMMAND_READ;
-                if (commands().isLong(argv) && offloadCommand(id, argv, readOnly)) {
+                if (commands().isLong(argv) && offloadCommand()) {
                     // the reply leaves from the pool, before the replies of the requests held behind it
                     w.reset();
                 } else {
@@ -1338,11 +1345,11 @@ final class NativeSession implements MessageHandler {
     /**
      * Takes a long command ({@link io.rdmastore.server.resp.NativeCommands#isLong}) off the transport thread, which
      * serves every connection of its worker: from now on this connection's requests wait in {@link #held}, and once
-     * {@link #handle} has finished it hands the command to the RESP face's long-command pool (docs/resp.md, "Long
+     * {@link #handle} has finished it hands the request to the RESP face's long-command pool (docs/resp.md, "Long
      * commands off the event loop"), which runs it, sends its reply, then runs the held requests in order. False on the
      * pool itself, where the command just runs.
      */
-    private boolean offloadCommand(long id, byte[][] argv, boolean readOnly) {
+    private boolean offloadCommand() {
         if (onPool) {
             return false;
         }
@@ -1350,56 +1357,28 @@ final class NativeSession implements MessageHandler {
             held = new ArrayDeque<>();
             heldBytes = 0;
         }
-        pendingLong = () -> runLong(id, argv, readOnly);
+        offloadPending = true;
         return true;
     }
 
-    /** The end of {@link #handle}: hands a long command taken off it to the pool (or runs it here when refused). */
-    private void submitPendingLong() {
-        Runnable task = pendingLong;
-        if (task != null) {
-            pendingLong = null;
-            if (!commands().offload(task)) {
-                task.run();
-            }
+    /** The end of {@link #handle}: hands the long command's request to the pool (or runs it here when refused). */
+    private void submitLong(byte[] request) {
+        Runnable task = () -> runLong(request);
+        if (!commands().offload(task)) {
+            task.run();
         }
     }
 
     /**
-     * The pool (this connection's requests are held meanwhile): the long command and its reply, then the held requests
-     * in order (a long one among them runs here too), then the transport thread runs them again.
+     * The pool (this connection's requests are held meanwhile): the long command's request, run as any other (its
+     * reply sent, its time recorded), then the held requests in order (a long one among them runs here too), then the
+     * transport thread runs them again.
      */
-    private void runLong(long id, byte[][] argv, boolean readOnly) {
+    private void runLong(byte[] request) {
         onPool = true;
         try {
             if (!closed) {
-                long start = System.nanoTime();
-                ReplicaSet rs = server.replicaSet();
-                if (rs != null) {
-                    ReplicaSet.enterRequest();
-                }
-                WireWriter w = writer.header(ProtocolDescriptor.STATUS_OK, id);
-                try {
-                    long before = Store.lastCommitIndex();
-                    commands().execute(id, argv, readOnly, w);
-                    long after = Store.lastCommitIndex();
-                    if (rs != null && after != before) {
-                        lastWriteIndex = after;
-                    }
-                } catch (StoreException e) {
-                    error(id, storeError(e));
-                } catch (RuntimeException e) {
-                    LOG.warn("long command from {} failed", connection.remoteAddress(), e);
-                    error(id, "ERR internal error in COMMAND: " + e);
-                }
-                server.recordProcessNanos(System.nanoTime() - start);
-                try {
-                    send(writer);
-                } finally {
-                    if (rs != null) {
-                        rs.exitRequest();
-                    }
-                }
+                handle(MemorySegment.ofArray(request));
             }
         } finally {
             drainHeld();

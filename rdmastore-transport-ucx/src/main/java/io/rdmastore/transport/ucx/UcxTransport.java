@@ -1068,7 +1068,10 @@ public final class UcxTransport implements UpgradeTransport {
                 parked = false;
                 return;
             }
+            // not quiet: the ordinary sleep below marks the agent again once it holds the lock
             quietSleep = false;
+            sleeping = false;
+            parked = false;
         }
         if (!invokerLock.tryLock()) {
             // another thread drives the worker now; let it

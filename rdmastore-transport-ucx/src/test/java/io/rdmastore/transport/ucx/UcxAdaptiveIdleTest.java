@@ -153,10 +153,7 @@ class UcxAdaptiveIdleTest {
     @Test
     @Timeout(30)
     void aPollingThreadSilencesTheDoorbellUntilItStops() throws Exception {
-        try (UcxTransport t = new UcxTransport(new UcxTransport.Context().idleStrategy("light").tls("posix,cma,self")
-                 .memoryBudget(4 << 20).maxConnections(1))) {
-            assertTrue(t.hasDoorbell());
-            awaitAsleep(t, true);
+        try (UcxTransport t = idleClientTransport()) {
             t.polling(true);
             t.polling(true);
             long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(30);
@@ -180,10 +177,7 @@ class UcxAdaptiveIdleTest {
     @Test
     @Timeout(30)
     void aCallerBetweenRequestsIsNotRungButABlockedOneIs() throws Exception {
-        try (UcxTransport t = new UcxTransport(new UcxTransport.Context().idleStrategy("light").tls("posix,cma,self")
-                 .memoryBudget(4 << 20).maxConnections(1))) {
-            assertTrue(t.hasDoorbell());
-            awaitAsleep(t, true);
+        try (UcxTransport t = idleClientTransport()) {
             int down = 0;
             for (int i = 0; i < 20; i++) {
                 t.waiting(true);
@@ -204,6 +198,20 @@ class UcxAdaptiveIdleTest {
             t.polling(false);
             awaitAsleep(t, true);
             t.waiting(false);
+        }
+    }
+
+    /** A client's transport (a {@code light} agent with a doorbell) without connections, its agent asleep. */
+    private static UcxTransport idleClientTransport() throws InterruptedException {
+        UcxTransport t = new UcxTransport(new UcxTransport.Context().idleStrategy("light").tls("posix,cma,self")
+            .memoryBudget(4 << 20).maxConnections(1));
+        try {
+            assertTrue(t.hasDoorbell());
+            awaitAsleep(t, true);
+            return t;
+        } catch (AssertionError | InterruptedException e) {
+            t.close();
+            throw e;
         }
     }
 
