@@ -63,7 +63,7 @@ final class ShellSession implements AutoCloseable {
         new Spec("hget", "<key> <field>", "The value of a hash field, or (nil)", 2, 2, true),
         new Spec("hgetall", "<key>", "Every field and value of a hash", 1, 1, true),
         new Spec("hdel", "<key> <field> [field ...]", "Deletes hash fields; replies how many existed", 2, -1, true),
-        new Spec("doc", "insert|find|update|delete|count <collection> ...",
+        new Spec("doc", "insert|find|update|delete|count|index|dropindex|indexes <collection> ...",
             "Documents (JSON): 'help doc' for the forms", 1, -1, true),
         new Spec("info", "[section]", "Server, store, latency and connection statistics", 0, 1, true),
         new Spec("snapshot", "", "Writes a snapshot now (the log can then be truncated)", 0, 0, true),
@@ -77,7 +77,10 @@ final class ShellSession implements AutoCloseable {
         "doc find <collection> [filter] [limit <n>]           documents matching a filter, e.g. {\"age\": {\"$gt\": 30}}",
         "doc update <collection> <filter> <update> [--many] [--upsert]   e.g. {\"$set\": {\"age\": 37}}",
         "doc delete <collection> <filter> [--many]            deletes the first (or every) match",
-        "doc count <collection> [filter]                      counts matching documents");
+        "doc count <collection> [filter]                      counts matching documents",
+        "doc index <collection> <field>                       indexes a field (dotted path) for equality filters",
+        "doc dropindex <collection> <field>                   drops a field's index",
+        "doc indexes <collection>                             the indexed fields (_id always)");
 
     private static final Map<String, Spec> BY_NAME = new LinkedHashMap<>();
 
@@ -342,8 +345,26 @@ final class ShellSession implements AutoCloseable {
                 BsonDocument filter = r.size() > 1 ? json("filter", r.get(1), false).asDocument() : new BsonDocument();
                 integer(client().collection(r.get(0)).countDocuments(filter));
             }
+            case "index", "dropindex" -> {
+                docArgs(sub, r, 2, 2, "doc " + sub + " <collection> <field>");
+                boolean changed = sub.equals("index") ? client().collection(r.get(0)).createIndex(r.get(1))
+                    : client().collection(r.get(0)).dropIndex(r.get(1));
+                if (raw) {
+                    integer(changed ? 1 : 0);
+                } else {
+                    out.println(sub.equals("index") ? (changed ? "index on " + r.get(1) + " created"
+                        : "index on " + r.get(1) + " exists already")
+                        : (changed ? "index on " + r.get(1) + " dropped" : "no index on " + r.get(1)));
+                }
+            }
+            case "indexes" -> {
+                docArgs(sub, r, 1, 1, "doc indexes <collection>");
+                for (String f : client().collection(r.get(0)).listIndexes()) {
+                    out.println(f);
+                }
+            }
             default -> throw new UserException("unknown doc command '" + a.get(0)
-                + "' (expected insert, find, update, delete or count); type 'help doc'");
+                + "' (expected insert, find, update, delete, count, index, dropindex or indexes); type 'help doc'");
         }
     }
 

@@ -72,6 +72,16 @@ class CliTest {
         assertEquals("matched 2, modified 2\n", upd.out(), upd::toString);
         Run count = cli("doc", "count", "people", "{\"age\": {\"$gt\": 40}}");
         assertEquals("1\n", count.out(), count::toString);
+        Run index = cli("--no-raw", "doc", "index", "people", "name");
+        assertEquals("index on name created\n", index.out(), index::toString);
+        assertEquals("0\n", cli("doc", "index", "people", "name").out(), "it exists");
+        assertEquals("_id\nname\n", cli("doc", "indexes", "people").out());
+        assertEquals("1\n", cli("doc", "count", "people", "{\"name\": \"alan\"}").out());
+        Run drop = cli("--no-raw", "doc", "dropindex", "people", "name");
+        assertEquals("index on name dropped\n", drop.out(), drop::toString);
+        Run bad = cli("doc", "index", "people", "a..b");
+        assertEquals(1, bad.exitCode(), bad::toString);
+        assertTrue(bad.out().contains("invalid index field"), bad::toString);
     }
 
     @Test

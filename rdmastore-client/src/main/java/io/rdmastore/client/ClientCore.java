@@ -118,14 +118,15 @@ final class ClientCore implements AutoCloseable {
         for (byte op : new byte[] {ProtocolDescriptor.GET, ProtocolDescriptor.EXISTS, ProtocolDescriptor.PTTL,
             ProtocolDescriptor.HGET, ProtocolDescriptor.HGETALL, ProtocolDescriptor.MGET, ProtocolDescriptor.DOC_FIND,
             ProtocolDescriptor.DOC_COUNT, ProtocolDescriptor.BLOB_GET, ProtocolDescriptor.COMMAND_READ,
-            ProtocolDescriptor.GET_LARGE}) {
+            ProtocolDescriptor.GET_LARGE, ProtocolDescriptor.DOC_INDEXES}) {
             KIND[op] = READ;
         }
         for (byte op : new byte[] {ProtocolDescriptor.SET, ProtocolDescriptor.DEL, ProtocolDescriptor.PEXPIRE,
             ProtocolDescriptor.INCRBY, ProtocolDescriptor.HSET, ProtocolDescriptor.HDEL, ProtocolDescriptor.MSET,
             ProtocolDescriptor.DOC_INSERT, ProtocolDescriptor.DOC_UPDATE, ProtocolDescriptor.DOC_DELETE,
             ProtocolDescriptor.BLOB_PUT, ProtocolDescriptor.BLOB_DEL, ProtocolDescriptor.COMMAND,
-            ProtocolDescriptor.TRANSACTION, ProtocolDescriptor.MIGRATE_PULL, ProtocolDescriptor.SET_LARGE}) {
+            ProtocolDescriptor.TRANSACTION, ProtocolDescriptor.MIGRATE_PULL, ProtocolDescriptor.SET_LARGE,
+            ProtocolDescriptor.DOC_INDEX}) {
             KIND[op] = WRITE;
         }
     }

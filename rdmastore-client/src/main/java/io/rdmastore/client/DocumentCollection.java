@@ -16,6 +16,7 @@ import org.bson.BsonValue;
  * BsonValue id = users.insertOne(BsonDocument.parse("{name: 'ada', age: 36}"));
  * List<BsonDocument> adults = users.find(BsonDocument.parse("{age: {$gte: 18}}"));
  * users.updateOne(BsonDocument.parse("{name: 'ada'}"), BsonDocument.parse("{$inc: {age: 1}}"));
+ * users.createIndex("name"); // finds on {name: ...} now examine only the matching documents
  * }</pre>
  *
  * <p>Threads: thread-safe, like its client. Memory: documents are encoded before a method returns; returned documents
@@ -183,5 +184,41 @@ public final class DocumentCollection {
 
     public long countDocuments() {
         return countDocuments(ALL);
+    }
+
+    private CompletableFuture<Boolean> index(String field, int action) {
+        return client.docCall(ProtocolDescriptor.DOC_INDEX, w -> w.bytes(name).u8(action).string(field),
+            (st, r) -> r.u8("changed") != 0);
+    }
+
+    /**
+     * Creates an equality index on {@code field} (a dotted path), indexing the documents already there. Finds,
+     * updates, deletes and counts whose filter requires the field to equal a value (not null, an array or a document)
+     * then examine only the documents holding it. Completes with false when the index existed.
+     */
+    public CompletableFuture<Boolean> createIndexAsync(String field) {
+        return index(field, ProtocolDescriptor.INDEX_CREATE);
+    }
+
+    /** As {@link #createIndexAsync}; true when the index is new. {@code _id} is always indexed. */
+    public boolean createIndex(String field) {
+        return client.docSync(() -> createIndexAsync(field));
+    }
+
+    /** Drops the index on {@code field}; false when there was none. The {@code _id} index cannot be dropped. */
+    public boolean dropIndex(String field) {
+        return client.docSync(() -> index(field, ProtocolDescriptor.INDEX_DROP));
+    }
+
+    /** The indexed fields: {@code _id} first, then the others in the order they were created. */
+    public List<String> listIndexes() {
+        return client.docSync(() -> client.docCall(ProtocolDescriptor.DOC_INDEXES, w -> w.bytes(name), (st, r) -> {
+            int n = r.i32("count");
+            List<String> out = new ArrayList<>(Math.min(n, 64));
+            for (int i = 0; i < n; i++) {
+                out.add(r.string("field", 1024));
+            }
+            return out;
+        }));
     }
 }

@@ -409,6 +409,28 @@ final class NativeSession implements MessageHandler {
                 r.end();
                 w.i64(store.count(coll, filter));
             }
+            case ProtocolDescriptor.DOC_INDEX -> {
+                String coll = collection(r);
+                int action = r.u8("action");
+                String field = r.string("field", 1024);
+                r.end();
+                markStore();
+                boolean changed = switch (action) {
+                    case ProtocolDescriptor.INDEX_CREATE -> store.createIndex(coll, field);
+                    case ProtocolDescriptor.INDEX_DROP -> store.dropIndex(coll, field);
+                    default -> throw new ProtocolException("unknown DOC_INDEX action " + action);
+                };
+                w.u8(changed ? 1 : 0);
+            }
+            case ProtocolDescriptor.DOC_INDEXES -> {
+                String coll = collection(r);
+                r.end();
+                List<String> fields = store.indexes(coll);
+                w.i32(fields.size());
+                for (String f : fields) {
+                    w.string(f);
+                }
+            }
             case ProtocolDescriptor.INFO -> {
                 r.end();
                 w.rawString(server.info(connection));

@@ -178,6 +178,37 @@ class RoundTripTest {
 
     @ParameterizedTest
     @MethodSource("transports")
+    void documentIndexes(String t) {
+        try (RdmaStoreClient c = client(t)) {
+            DocumentCollection items = c.collection(t + "-items");
+            assertEquals(List.of("_id"), items.listIndexes());
+            assertTrue(items.createIndex("sku"));
+            assertFalse(items.createIndex("sku"), "it existed");
+            assertTrue(items.createIndex("dims.w"));
+            assertEquals(List.of("_id", "sku", "dims.w"), items.listIndexes());
+            items.insertMany(List.of(BsonDocument.parse("{_id: 1, sku: 'a', dims: {w: 3}}"),
+                BsonDocument.parse("{_id: 2, sku: ['a', 'b'], dims: {w: 3.0}}"),
+                BsonDocument.parse("{_id: 3, sku: 'c'}")));
+            long examined = server.store().documentsExamined();
+            assertEquals(2, items.countDocuments(BsonDocument.parse("{sku: 'a'}")));
+            assertEquals(2, items.find(BsonDocument.parse("{'dims.w': {$numberLong: '3'}}")).size());
+            assertEquals(1, items.updateOne(BsonDocument.parse("{sku: 'c'}"), BsonDocument.parse("{$set: {sku: 'a'}}"))
+                .modified());
+            assertEquals(3, items.countDocuments(BsonDocument.parse("{sku: 'a'}")));
+            assertEquals(2 + 2 + 1 + 3, server.store().documentsExamined() - examined,
+                "only the documents holding the value are examined");
+            assertTrue(items.dropIndex("dims.w"));
+            assertFalse(items.dropIndex("dims.w"));
+            RdmaStoreServerException id = assertThrows(RdmaStoreServerException.class, () -> items.dropIndex("_id"));
+            assertTrue(id.getMessage().contains("cannot drop _id index"), id.getMessage());
+            RdmaStoreServerException bad = assertThrows(RdmaStoreServerException.class, () -> items.createIndex("a..b"));
+            assertTrue(bad.getMessage().contains("invalid index field"), bad.getMessage());
+            assertEquals(List.of("_id", "sku"), items.listIndexes());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("transports")
     void asyncAndServerOps(String t) throws Exception {
         try (RdmaStoreClient c = client(t)) {
             byte[] k = (t + ":async").getBytes(StandardCharsets.UTF_8);

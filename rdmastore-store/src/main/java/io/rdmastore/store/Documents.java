@@ -1,7 +1,11 @@
 package io.rdmastore.store;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -9,6 +13,7 @@ import org.bson.BsonDocument;
 import org.bson.BsonValue;
 
 import io.rdmastore.store.doc.BsonValues;
+import io.rdmastore.store.doc.DocumentFilter;
 
 /**
  * Document collections. One read/write lock guards them all: finds share it, changes take it exclusively. Stored
@@ -16,9 +21,86 @@ import io.rdmastore.store.doc.BsonValues;
  * after the lock is released. The {@code apply*} methods run with the write lock held (or during recovery).
  */
 final class Documents {
-    /** One collection: documents in insertion order, indexed by normalised {@code _id}. */
+    /** One collection: documents in insertion order, indexed by normalised {@code _id}, and its secondary indexes. */
     static final class Collection {
         final LinkedHashMap<Object, BsonDocument> byId = new LinkedHashMap<>();
+        /** Secondary indexes by dotted field path, in the order they were created. */
+        final LinkedHashMap<String, Index> indexes = new LinkedHashMap<>();
+
+        private void indexAll(Object idKey, BsonDocument old, BsonDocument now) {
+            for (Index ix : indexes.values()) {
+                if (old != null) {
+                    ix.remove(idKey, old);
+                }
+                if (now != null) {
+                    ix.add(idKey, now);
+                }
+            }
+        }
+    }
+
+    /**
+     * An equality index on one field path: each value found at the path (and each element of an array there), under
+     * {@link BsonValues#idKey} so that numbers equal by value share a key, maps to the ids of the documents holding
+     * it. A document without the field is not in the index; finds use it only for a scalar value (see
+     * {@link #usable}), and check every candidate against the whole filter, so a key may be looser than equality.
+     */
+    static final class Index {
+        final String field;
+        private final String[] path;
+        final HashMap<Object, LinkedHashSet<Object>> buckets = new HashMap<>();
+
+        Index(String field) {
+            this.field = field;
+            this.path = field.split("\\.");
+        }
+
+        /** Whether an equality with {@code v} can be answered from the index. */
+        static boolean usable(BsonValue v) {
+            return switch (v.getBsonType()) {
+                case NULL, UNDEFINED, ARRAY, DOCUMENT, REGULAR_EXPRESSION, MIN_KEY, MAX_KEY -> false;
+                default -> true;
+            };
+        }
+
+        private Set<Object> keys(BsonDocument doc) {
+            List<BsonValue> values = new ArrayList<>(2);
+            DocumentFilter.valuesAt(doc, path, values);
+            Set<Object> keys = new LinkedHashSet<>();
+            for (BsonValue v : values) {
+                if (v.isArray()) {
+                    for (BsonValue el : v.asArray()) {
+                        if (usable(el)) {
+                            keys.add(BsonValues.idKey(el));
+                        }
+                    }
+                } else if (usable(v)) {
+                    keys.add(BsonValues.idKey(v));
+                }
+            }
+            return keys;
+        }
+
+        void add(Object idKey, BsonDocument doc) {
+            for (Object k : keys(doc)) {
+                buckets.computeIfAbsent(k, x -> new LinkedHashSet<>()).add(idKey);
+            }
+        }
+
+        void remove(Object idKey, BsonDocument doc) {
+            for (Object k : keys(doc)) {
+                LinkedHashSet<Object> b = buckets.get(k);
+                if (b != null && b.remove(idKey) && b.isEmpty()) {
+                    buckets.remove(k);
+                }
+            }
+        }
+
+        /** The ids of documents that hold {@code v} at the path (a usable value), in the order they gained it. */
+        Set<Object> lookup(BsonValue v) {
+            LinkedHashSet<Object> b = buckets.get(BsonValues.idKey(v));
+            return b == null ? Set.of() : b;
+        }
     }
 
     final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
@@ -37,16 +119,45 @@ final class Documents {
     }
 
     void applyPut(String name, BsonDocument doc) {
-        BsonValue id = doc.get("_id");
-        if (create(name).byId.put(BsonValues.idKey(id), doc) == null) {
+        Object idKey = BsonValues.idKey(doc.get("_id"));
+        Collection c = create(name);
+        BsonDocument old = c.byId.put(idKey, doc);
+        if (old == null) {
             documents.incrementAndGet();
         }
+        c.indexAll(idKey, old, doc);
     }
 
     void applyDelete(String name, BsonValue id) {
         Collection c = collections.get(name);
-        if (c != null && c.byId.remove(BsonValues.idKey(id)) != null) {
+        if (c == null) {
+            return;
+        }
+        Object idKey = BsonValues.idKey(id);
+        BsonDocument old = c.byId.remove(idKey);
+        if (old != null) {
             documents.decrementAndGet();
+            c.indexAll(idKey, old, null);
+        }
+    }
+
+    /** Creates the index (and the collection) unless it exists, indexing the documents already there. */
+    void applyIndexCreate(String name, String field) {
+        Collection c = create(name);
+        if (c.indexes.containsKey(field)) {
+            return;
+        }
+        Index ix = new Index(field);
+        for (var e : c.byId.entrySet()) {
+            ix.add(e.getKey(), e.getValue());
+        }
+        c.indexes.put(field, ix);
+    }
+
+    void applyIndexDrop(String name, String field) {
+        Collection c = collections.get(name);
+        if (c != null) {
+            c.indexes.remove(field);
         }
     }
 }

@@ -87,7 +87,8 @@ final class FrameKeys {
                     docs = true;
                     skipBytes(p);
                 }
-                case LogDescriptor.OP_DOCUMENT_PUT, LogDescriptor.OP_DOCUMENT_DELETE -> {
+                case LogDescriptor.OP_DOCUMENT_PUT, LogDescriptor.OP_DOCUMENT_DELETE, LogDescriptor.OP_INDEX_CREATE,
+                     LogDescriptor.OP_INDEX_DROP -> {
                     docs = true;
                     skipBytes(p);
                     skipBytes(p);

@@ -90,8 +90,12 @@ final class LogDescriptor {
     static final byte OP_ZSET_REM = 29;
     /** key:bytes expireAt:int64 count:int32 (score:float64 member:bytes)*. Replaces whatever the key held. */
     static final byte OP_ZSET_REPLACE = 30;
+    /** name:bytes field:bytes (UTF-8, a dotted path). Creates the collection's index on the field unless it exists. */
+    static final byte OP_INDEX_CREATE = 32;
+    /** name:bytes field:bytes. Drops the collection's index on the field if it exists. */
+    static final byte OP_INDEX_DROP = 33;
     /** The highest op code; 16-19 are kept for replication, 31 for sorted sets. */
-    static final byte OP_MAX = 30;
+    static final byte OP_MAX = 33;
 
     private LogDescriptor() {
     }

@@ -15,6 +15,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
@@ -28,6 +29,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Lock;
 import java.util.function.Function;
 import java.util.stream.Stream;
@@ -87,6 +89,8 @@ public final class Store implements AutoCloseable {
     /** Oplog index of the last write committed by each thread (the face reads it for WAIT). */
     private static final ThreadLocal<long[]> LAST_COMMIT = ThreadLocal.withInitial(() -> new long[1]);
     private static final int MAX_COLLECTION_NAME_BYTES = 255;
+    /** The most secondary indexes one collection may have (MongoDB allows 64 with _id's). */
+    public static final int MAX_INDEXES = 63;
     private static final long SNAPSHOT_CHUNK_BYTES = 1 << 20;
     private static final int EXPIRY_SHARDS_PER_TICK = 64;
 
@@ -97,6 +101,7 @@ public final class Store implements AutoCloseable {
     private final Lists lists = new Lists(this);
     private final SortedSets sortedSets = new SortedSets(this);
     private final Documents documents = new Documents();
+    private final LongAdder examined = new LongAdder();
     private final AtomicLong bytesSinceSnapshot = new AtomicLong();
     private final AtomicLong changesSinceSave = new AtomicLong();
     private final Object snapshotMonitor = new Object();
@@ -624,7 +629,7 @@ public final class Store implements AutoCloseable {
         return switch (op) {
             case LogDescriptor.OP_FLUSH_KEYS, LogDescriptor.OP_COLLECTION_CREATE, LogDescriptor.OP_COLLECTION_DROP,
                  LogDescriptor.OP_DOCUMENT_PUT, LogDescriptor.OP_DOCUMENT_DELETE, LogDescriptor.OP_SNAPSHOT_END,
-                 LogDescriptor.OP_POSITION -> false;
+                 LogDescriptor.OP_POSITION, LogDescriptor.OP_INDEX_CREATE, LogDescriptor.OP_INDEX_DROP -> false;
             default -> true;
         };
     }
@@ -667,6 +672,14 @@ public final class Store implements AutoCloseable {
                 case LogDescriptor.OP_DOCUMENT_DELETE -> {
                     String name = readString(p);
                     documents.applyDelete(name, readDocument(p).get("_id"));
+                }
+                case LogDescriptor.OP_INDEX_CREATE -> {
+                    String name = readString(p);
+                    documents.applyIndexCreate(name, readString(p));
+                }
+                case LogDescriptor.OP_INDEX_DROP -> {
+                    String name = readString(p);
+                    documents.applyIndexDrop(name, readString(p));
                 }
                 case LogDescriptor.OP_STRING_BLOB -> {
                     Key k = Key.wrap(Keyspace.readBytes(p));
@@ -2148,7 +2161,12 @@ public final class Store implements AutoCloseable {
         return ids;
     }
 
-    /** Stored documents matching, in insertion order; the caller's filter is compiled before any lock is taken. */
+    /**
+     * Stored documents matching. Where the filter requires a field to equal a value and that field is {@code _id} or
+     * has an index, only the documents holding the value are examined (the smallest such set), in the order they
+     * gained it; otherwise the collection is scanned in insertion order. The caller's filter is compiled before any
+     * lock is taken.
+     */
     private List<BsonDocument> matching(Documents.Collection c, DocumentFilter filter, long limit) {
         List<BsonDocument> out = new ArrayList<>();
         if (c == null || limit <= 0) {
@@ -2157,12 +2175,44 @@ public final class Store implements AutoCloseable {
         BsonValue id = filter.idEquals();
         if (id != null) {
             BsonDocument d = c.byId.get(BsonValues.idKey(id));
+            examined.increment();
             if (d != null && filter.matches(d)) {
                 out.add(d);
             }
             return out;
         }
+        Collection<Object> candidates = null;
+        for (Map.Entry<String, BsonValue> eq : filter.equalities()) {
+            Collection<Object> ids;
+            if (eq.getKey().equals("_id")) {
+                Object k = BsonValues.idKey(eq.getValue());
+                ids = c.byId.containsKey(k) ? List.of(k) : List.of();
+            } else {
+                Documents.Index ix = c.indexes.get(eq.getKey());
+                if (ix == null || !Documents.Index.usable(eq.getValue())) {
+                    continue;
+                }
+                ids = ix.lookup(eq.getValue());
+            }
+            if (candidates == null || ids.size() < candidates.size()) {
+                candidates = ids;
+            }
+        }
+        if (candidates != null) {
+            for (Object k : candidates) {
+                BsonDocument d = c.byId.get(k);
+                examined.increment();
+                if (filter.matches(d)) {
+                    out.add(d);
+                    if (out.size() >= limit) {
+                        break;
+                    }
+                }
+            }
+            return out;
+        }
         for (BsonDocument d : c.byId.values()) {
+            examined.increment();
             if (filter.matches(d)) {
                 out.add(d);
                 if (out.size() >= limit) {
@@ -2171,6 +2221,11 @@ public final class Store implements AutoCloseable {
             }
         }
         return out;
+    }
+
+    /** Documents examined by finds, updates, deletes and counts since the store opened (as MongoDB's docsExamined). */
+    public long documentsExamined() {
+        return examined.sum();
     }
 
     /** Documents matching {@code filter} (null = all), at most {@code limit} (0 = no limit), as private copies. */
@@ -2385,6 +2440,90 @@ public final class Store implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Creates an equality index on a field (a dotted path) of the collection, creating the collection if needed, and
+     * indexes the documents already there; false when the index existed ({@code _id} always has one). Finds, updates,
+     * deletes and counts whose filter requires the field to equal a scalar value then examine only the documents
+     * holding it.
+     *
+     * @throws LimitExceededException when the collection has {@link #MAX_INDEXES} secondary indexes
+     */
+    public boolean createIndex(String collection, String field) {
+        return indexOp(collection, field, true);
+    }
+
+    /**
+     * Drops the collection's index on the field; false when there was none.
+     *
+     * @throws BadRequestException for {@code _id}, whose index cannot be dropped
+     */
+    public boolean dropIndex(String collection, String field) {
+        return indexOp(collection, field, false);
+    }
+
+    /** The indexed fields of the collection: {@code _id} first, then the others in the order they were created. */
+    public List<String> indexes(String collection) {
+        checkOpen();
+        collectionName(collection);
+        Lock r = documents.lock.readLock();
+        r.lock();
+        try {
+            Documents.Collection c = documents.collections.get(collection);
+            List<String> out = new ArrayList<>();
+            out.add("_id");
+            if (c != null) {
+                out.addAll(c.indexes.keySet());
+            }
+            return out;
+        } finally {
+            r.unlock();
+        }
+    }
+
+    private static byte[] indexField(String field) {
+        Objects.requireNonNull(field, "field");
+        byte[] b = field.getBytes(StandardCharsets.UTF_8);
+        if (field.isEmpty() || b.length > MAX_COLLECTION_NAME_BYTES || field.startsWith(".") || field.endsWith(".")
+                || field.contains("..") || field.startsWith("$") || field.contains(".$") || field.indexOf('\0') >= 0) {
+            throw new BadRequestException("invalid index field '" + field + "': a dotted path of 1.."
+                    + MAX_COLLECTION_NAME_BYTES + " bytes, no empty part, no part starting with '$', no NUL");
+        }
+        return b;
+    }
+
+    private boolean indexOp(String collection, String field, boolean create) {
+        checkOpen();
+        byte[] name = collectionName(collection);
+        byte[] f = indexField(field);
+        if (field.equals("_id")) {
+            if (create) {
+                return false;
+            }
+            throw new BadRequestException("cannot drop _id index");
+        }
+        long ticket;
+        Lock w = documents.lock.writeLock();
+        w.lock();
+        try {
+            Documents.Collection c = documents.collections.get(collection);
+            boolean exists = c != null && c.indexes.containsKey(field);
+            if (exists == create) {
+                return false;
+            }
+            if (create && c != null && c.indexes.size() >= MAX_INDEXES) {
+                throw new LimitExceededException("collection " + collection + " already has " + MAX_INDEXES
+                        + " indexes besides _id; drop one first");
+            }
+            FrameBuilder fb = frame();
+            fb.op(create ? LogDescriptor.OP_INDEX_CREATE : LogDescriptor.OP_INDEX_DROP).putBytes(name).putBytes(f);
+            ticket = commit(fb);
+        } finally {
+            w.unlock();
+        }
+        durable(ticket);
+        return true;
+    }
+
     /** Collection names, sorted. */
     public List<String> collections() {
         checkOpen();
@@ -2470,7 +2609,7 @@ public final class Store implements AutoCloseable {
         LogWriter.syncDirectory(dir);
     }
 
-    private record CollectionCopy(byte[] name, List<BsonDocument> docs) {
+    private record CollectionCopy(byte[] name, List<String> indexes, List<BsonDocument> docs) {
     }
 
     private Path writeSnapshot() throws IOException {
@@ -2484,7 +2623,7 @@ public final class Store implements AutoCloseable {
             position = log.lastPosition();
             for (Map.Entry<String, Documents.Collection> c : documents.collections.entrySet()) {
                 docs.add(new CollectionCopy(c.getKey().getBytes(StandardCharsets.UTF_8),
-                        new ArrayList<>(c.getValue().byId.values())));
+                        List.copyOf(c.getValue().indexes.keySet()), new ArrayList<>(c.getValue().byId.values())));
             }
             bytesSinceSnapshot.set(0);
             changesSinceSave.set(0);
@@ -2534,6 +2673,10 @@ public final class Store implements AutoCloseable {
             }
             for (CollectionCopy c : docs) {
                 f.op(LogDescriptor.OP_COLLECTION_CREATE).putBytes(c.name());
+                for (String field : c.indexes()) {
+                    f.op(LogDescriptor.OP_INDEX_CREATE).putBytes(c.name())
+                            .putBytes(field.getBytes(StandardCharsets.UTF_8));
+                }
                 for (BsonDocument d : c.docs()) {
                     f.op(LogDescriptor.OP_DOCUMENT_PUT).putBytes(c.name()).putBytes(BsonValues.encode(d));
                     records++;

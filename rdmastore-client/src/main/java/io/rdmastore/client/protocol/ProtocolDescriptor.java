@@ -129,6 +129,18 @@ public final class ProtocolDescriptor {
      * take it (a replica set, rendezvous off): the client then sends SET.
      */
     public static final byte SET_LARGE = 53;
+    /**
+     * Create (action {@link #INDEX_CREATE}) or drop ({@link #INDEX_DROP}) a collection's equality index on a field:
+     * {@code collection:string, action:u8, field:string}; replies changed:u8 (0: it existed / did not exist).
+     */
+    public static final byte DOC_INDEX = 54;
+    /** A collection's indexed fields: {@code collection:string}; replies {@code count:i32, count x field:string}. */
+    public static final byte DOC_INDEXES = 55;
+
+    /** DOC_INDEX action: create the index. */
+    public static final int INDEX_CREATE = 1;
+    /** DOC_INDEX action: drop the index. */
+    public static final int INDEX_DROP = 2;
 
     /** GET_LARGE reply kind: the value follows inline. */
     public static final int VALUE_INLINE = 0;
@@ -225,6 +237,12 @@ public final class ProtocolDescriptor {
         }
         if (op == SET_LARGE) {
             return "SET_LARGE";
+        }
+        if (op == DOC_INDEX) {
+            return "DOC_INDEX";
+        }
+        if (op == DOC_INDEXES) {
+            return "DOC_INDEXES";
         }
         if (op >= COMMAND && op <= PUNSUBSCRIBE) {
             return COMMAND_NAMES[op - COMMAND];

@@ -27,6 +27,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
+import org.bson.BsonDocument;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -185,6 +186,9 @@ class ReplicaSetTest {
         for (int i = 0; i < 200; i++) {
             write(transport, "k" + i, "v" + i);
         }
+        try (RdmaStoreClient c = client(p, transport)) {
+            assertTrue(c.collection("c").createIndex("k"));
+        }
         write(transport, "blob1", big + "1");
         write(transport, "blob2", big + "2");
         write(transport, "blob1", big + "one");
@@ -196,6 +200,7 @@ class ReplicaSetTest {
             assertEquals("v0", value(m, "k0"));
             assertEquals(big + "2", value(m, "blob2"), "a blob value is replicated with its file");
             assertTrue(servers[m].store().blobs().count() >= 2, "blob values are files on every member");
+            assertEquals(List.of("_id", "k"), servers[m].store().indexes("c"), "an index is replicated");
         }
         int s = (p + 1) % 3;
         try (RdmaStoreClient c = client(s, transport)) {
@@ -241,6 +246,10 @@ class ReplicaSetTest {
             write(transport, "k" + i, "v" + i);
         }
         write(transport, "blob", big);
+        try (RdmaStoreClient c = client(primary(), transport)) {
+            assertTrue(c.collection("c").createIndex("k"));
+            c.collection("c").insertOne(BsonDocument.parse("{_id: 1, k: 'x'}"));
+        }
         await("the member to wipe holds the blob", 10_000, () -> big.equals(value(s, "blob")));
         servers[s].close();
         servers[s] = null;
@@ -257,6 +266,10 @@ class ReplicaSetTest {
             assertEquals("v" + i, value(s, "k" + i));
         }
         assertEquals(big, value(s, "blob"), "the blob file came with the snapshot");
+        assertEquals(List.of("_id", "k"), servers[s].store().indexes("c"), "the index came with the snapshot");
+        long examined = servers[s].store().documentsExamined();
+        assertEquals(1, servers[s].store().count("c", BsonDocument.parse("{k: 'x'}")));
+        assertEquals(1, servers[s].store().documentsExamined() - examined, "and holds the document");
         assertEquals("1", servers[s].replicaSet().info().get("resyncs"), "it took the snapshot path");
     }
 

@@ -187,6 +187,14 @@ public final class DocumentFilter {
         };
     }
 
+    /**
+     * The values a filter on the dotted {@code path} compares with: descends documents, and arrays by index or
+     * through each element (an array found at the end is one value; equality also looks at its elements).
+     */
+    public static void valuesAt(BsonDocument doc, String[] path, List<BsonValue> out) {
+        collect(doc, path, 0, out);
+    }
+
     /** The values at {@code path}: descends documents, and arrays by index or through each element. */
     private static void collect(BsonValue cur, String[] path, int i, List<BsonValue> out) {
         if (i == path.length) {
