@@ -75,6 +75,8 @@ class WireTest {
         assertEquals("GET_LARGE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.GET_LARGE));
         assertEquals("VALUE_RELEASE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.VALUE_RELEASE));
         assertEquals("SET_LARGE", ProtocolDescriptor.opcodeName(ProtocolDescriptor.SET_LARGE));
-        assertEquals("0x36", ProtocolDescriptor.opcodeName(54));
+        assertEquals("DOC_INDEX", ProtocolDescriptor.opcodeName(ProtocolDescriptor.DOC_INDEX));
+        assertEquals("DOC_INDEXES", ProtocolDescriptor.opcodeName(ProtocolDescriptor.DOC_INDEXES));
+        assertEquals("0x38", ProtocolDescriptor.opcodeName(56));
     }
 }
