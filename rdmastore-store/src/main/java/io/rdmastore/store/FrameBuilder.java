@@ -8,6 +8,10 @@ import java.util.zip.CRC32C;
 /**
  * Builds one log frame in a reusable heap buffer. Owned by one thread at a time (the store keeps one per thread);
  * the buffer returned by {@link #seal()} is valid until the next {@link #reset()}.
+ *
+ * <p>A positioned frame may leave its last field's bytes outside the buffer ({@link #putExternal}): a large value
+ * already in off-heap memory is then written to the log from there, in a gathering write of {@link #pieces}, and
+ * never copied into the heap. The frame's length and CRC cover it as if it were inline.
  */
 final class FrameBuilder {
     private static final int INITIAL = 4096;
@@ -24,6 +28,10 @@ final class FrameBuilder {
     private long index;
     /** The buffer was given away by {@link #detach}: read-only until the next {@link #reset}, which replaces it. */
     private boolean detached;
+    /** Bytes of the frame kept outside the buffer ({@link #putExternal}), or null. */
+    private MemorySegment external;
+    /** Where the external bytes belong: they come before {@code buf[externalAt]}. */
+    private int externalAt;
 
     FrameBuilder reset() {
         if (buf.length > KEEP_AT_MOST || detached) {
@@ -35,6 +43,7 @@ final class FrameBuilder {
         positionAt = -1;
         index = 0;
         detached = false;
+        external = null;
         return this;
     }
 
@@ -52,7 +61,26 @@ final class FrameBuilder {
     }
 
     int payloadLength() {
-        return pos - LogDescriptor.HEADER_LENGTH;
+        return pos - LogDescriptor.HEADER_LENGTH + externalLength();
+    }
+
+    private int externalLength() {
+        return external == null ? 0 : (int) external.byteSize();
+    }
+
+    /** Whether part of the frame is outside the buffer ({@link #putExternal}). */
+    boolean hasExternal() {
+        return external != null;
+    }
+
+    /** The bytes given to {@link #putExternal}, or null. */
+    MemorySegment external() {
+        return external;
+    }
+
+    /** The whole frame's length in bytes (header included), external bytes too. */
+    int frameLength() {
+        return pos + externalLength();
     }
 
     private void ensure(long extra) {
@@ -128,8 +156,30 @@ final class FrameBuilder {
         return this;
     }
 
+    /**
+     * Appends {@code bytes} as a {@code bytes} field whose data stays where it is: the frame's last field before
+     * {@link #sealPositioned} (nothing but the position op may follow). The segment must stay unchanged until the
+     * frame is written (the log then calls back) and is read here only by the CRC.
+     */
+    FrameBuilder putExternal(MemorySegment bytes) {
+        if (external != null) {
+            throw new IllegalStateException("one external field per frame");
+        }
+        if (pos - LogDescriptor.HEADER_LENGTH + 4L + bytes.byteSize() > LogDescriptor.MAX_PAYLOAD) {
+            throw new LimitExceededException("request too large for one log record (" + bytes.byteSize()
+                + " bytes)");
+        }
+        putInt((int) bytes.byteSize());
+        external = bytes;
+        externalAt = pos;
+        return this;
+    }
+
     /** Appends the ops of {@code other} (built, not sealed) after this frame's: one frame doing both, in order. */
     FrameBuilder append(FrameBuilder other) {
+        if (other.external != null) {
+            throw new IllegalStateException("a frame with an external field is logged alone");
+        }
         int len = other.payloadLength();
         ensure(len);
         System.arraycopy(other.buf, LogDescriptor.HEADER_LENGTH, buf, pos, len);
@@ -160,13 +210,19 @@ final class FrameBuilder {
         buf[pos++] = LogDescriptor.OP_POSITION;
         positionAt = pos;
         pos += 16;
-        int len = pos - LogDescriptor.HEADER_LENGTH;
+        int len = payloadLength();
         crc.reset();
         crc.update(len & 0xff);
         crc.update((len >>> 8) & 0xff);
         crc.update((len >>> 16) & 0xff);
         crc.update((len >>> 24) & 0xff);
-        crc.update(buf, LogDescriptor.HEADER_LENGTH, len - 16);
+        if (external == null) {
+            crc.update(buf, LogDescriptor.HEADER_LENGTH, len - 16);
+        } else {
+            crc.update(buf, LogDescriptor.HEADER_LENGTH, externalAt - LogDescriptor.HEADER_LENGTH);
+            crc.update(external.asByteBuffer());
+            crc.update(buf, externalAt, positionAt - externalAt);
+        }
         int p = pos;
         pos = 0;
         putInt(len);
@@ -202,9 +258,36 @@ final class FrameBuilder {
         return buf;
     }
 
-    /** A copy of the sealed frame (header and payload). */
+    /** A copy of the sealed frame (header and payload, external bytes in their place). */
     byte[] frameCopy() {
-        return java.util.Arrays.copyOf(buf, pos);
+        if (external == null) {
+            return java.util.Arrays.copyOf(buf, pos);
+        }
+        byte[] out = new byte[frameLength()];
+        System.arraycopy(buf, 0, out, 0, externalAt);
+        MemorySegment.copy(external, ValueLayout.JAVA_BYTE, 0, out, externalAt, externalLength());
+        System.arraycopy(buf, externalAt, out, externalAt + externalLength(), pos - externalAt);
+        return out;
+    }
+
+    /**
+     * The stamped frame of a builder with an external field, as the pieces to write in order: the buffer up to the
+     * external bytes, those bytes (a direct view: no copy into the heap), the rest of the buffer. The buffer is given
+     * away as by {@link #detach}.
+     */
+    ByteBuffer[] pieces() {
+        detached = true;
+        return new ByteBuffer[] {ByteBuffer.wrap(buf, 0, externalAt), external.asByteBuffer(),
+            ByteBuffer.wrap(buf, externalAt, pos - externalAt)};
+    }
+
+    /**
+     * The payload up to the external field's data (its length included), for applying a frame with an external field:
+     * the caller applies the external bytes itself.
+     */
+    ByteBuffer headPayload() {
+        return ByteBuffer.wrap(buf, LogDescriptor.HEADER_LENGTH, externalAt - LogDescriptor.HEADER_LENGTH).slice()
+                .order(LogDescriptor.ORDER);
     }
 
     /** The payload alone, for applying the frame just sealed. */

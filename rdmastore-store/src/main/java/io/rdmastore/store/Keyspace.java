@@ -161,6 +161,15 @@ final class Keyspace {
         e.length = len;
     }
 
+    /** Replaces the key with a string whose bytes are {@code block} (from {@link #memory}), which the entry takes. */
+    void applyStringAdopt(Key k, long expireAt, MemorySegment block) {
+        Shard s = shard(k);
+        remove(s, k);
+        Entry e = create(s, k, STRING, expireAt);
+        e.string = block;
+        e.length = block.byteSize();
+    }
+
     /** Replaces the key with a string held in blob file {@code v}; the entry takes its own reference. */
     void applyStringBlob(Key k, long expireAt, BlobVersion v) {
         Shard s = shard(k);

@@ -7,7 +7,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
@@ -21,7 +24,9 @@ import org.slf4j.LoggerFactory;
  * <p>{@link #append} never touches the file: it copies a frame into the active buffer (a pooled 1 MiB direct buffer)
  * under a short lock (callers hold their shard locks, so per-key order in the file is the order of application), and
  * queues one larger than a buffer as it is, without copying it. A full buffer is queued and the append goes on in a
- * free one (at most {@value #MAX_BUFFERS} exist); only when every buffer is queued, or {@value #MAX_QUEUED_BYTES}
+ * free one (at most {@value #MAX_BUFFERS} exist). A frame with an external field ({@link #appendExternal}: a large
+ * value in the store's off-heap memory) is queued as its pieces, the value's a direct view of that memory, so neither
+ * the log nor the JDK copies it before the {@code write}. Only when every buffer is queued, or {@value #MAX_QUEUED_BYTES}
  * bytes are queued, does an append wait for the writer ({@link #appendWaits()} counts those waits). The queue reaches
  * the file in order, in one gathering {@code write} per batch: by the write-behind thread about
  * {@value #WRITE_BEHIND_MICROS} microseconds after the first frame of the batch (at once when half the queue's room is
@@ -72,6 +77,8 @@ final class LogWriter implements AutoCloseable {
     private final ArrayDeque<ByteBuffer> free = new ArrayDeque<>();
     /** Pooled buffers in existence (active, free, queued or being written). Guarded by appendLock. */
     private int buffers;
+    /** Those buffers, by identity: a queued external piece may be direct and as large. Guarded by appendLock. */
+    private final Set<ByteBuffer> pooled = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Full buffers (flipped) and large frames waiting for the file, in append order. Guarded by appendLock. */
     private final ArrayDeque<ByteBuffer> queue = new ArrayDeque<>();
     /** Bytes in {@link #queue} and in the batch being written. Guarded by appendLock. */
@@ -81,6 +88,10 @@ final class LogWriter implements AutoCloseable {
     private final LongAdder appendWaits = new LongAdder();
     /** The batch the holder of writeLock writes; reused. Guarded by writeLock. */
     private final ArrayList<ByteBuffer> batch = new ArrayList<>();
+    /** What to run once the frames queued so far are written (or given up): external bytes' owners. appendLock. */
+    private final ArrayList<Runnable> queuedCallbacks = new ArrayList<>();
+    /** The callbacks of {@link #batch}. Guarded by writeLock. */
+    private final ArrayList<Runnable> batchCallbacks = new ArrayList<>();
     /** Guarded by writeLock. */
     private FileChannel channel;
     /**
@@ -161,6 +172,39 @@ final class LogWriter implements AutoCloseable {
      */
     long append(FrameBuilder f, ByteBuffer frame) {
         return append(frame, f, 0, 0, null);
+    }
+
+    /**
+     * Appends a frame built with an external field ({@link FrameBuilder#putExternal}) and sealed: it is queued as its
+     * pieces, written from where they are in one gathering write, and {@code written} runs once that write is done
+     * (or failed, or the log closed without it), after which the external bytes may change. Returns the frame's fsync
+     * ticket. When this throws, nothing was queued and {@code written} does not run.
+     */
+    long appendExternal(FrameBuilder f, Runnable written) {
+        int n = f.frameLength();
+        long ticket;
+        boolean wake;
+        synchronized (appendLock) {
+            checkWritable();
+            awaitRoomLocked(n, false);
+            positionLocked(f, 0, 0, null, false);
+            queueActiveLocked();
+            for (ByteBuffer b : f.pieces()) {
+                queue.add(b);
+            }
+            queuedCallbacks.add(written);
+            queuedBytes += n;
+            wake = queuedBytes >= WAKE_QUEUED_BYTES;
+            ticket = appendedTotal + n;
+            appendedTotal = ticket;
+        }
+        if (wake) {
+            urgent = true;
+            LockSupport.unpark(writeBehind);
+        } else if (writerParked) {
+            LockSupport.unpark(writeBehind);
+        }
+        return ticket;
     }
 
     /**
@@ -255,6 +299,7 @@ final class LogWriter implements AutoCloseable {
         ByteBuffer b = free.poll();
         if (b == null && buffers < MAX_BUFFERS) {
             b = ByteBuffer.allocateDirect(BUFFER_BYTES);
+            pooled.add(b);
             buffers++;
         }
         return b;
@@ -362,6 +407,8 @@ final class LogWriter implements AutoCloseable {
             }
             batch.addAll(queue);
             queue.clear();
+            batchCallbacks.addAll(queuedCallbacks);
+            queuedCallbacks.clear();
             target = appendedTotal;
             urgent = false;
             if (active == null) {
@@ -390,7 +437,7 @@ final class LogWriter implements AutoCloseable {
         } finally {
             synchronized (appendLock) {
                 for (ByteBuffer b : batch) {
-                    if (b.isDirect() && b.capacity() == BUFFER_BYTES) {
+                    if (pooled.contains(b)) {
                         b.clear();
                         if (active == null) {
                             active = b;
@@ -405,7 +452,20 @@ final class LogWriter implements AutoCloseable {
                     appendLock.notifyAll();
                 }
             }
+            runCallbacks(batchCallbacks);
         }
+    }
+
+    /** Runs and forgets the callbacks in {@code list}; one that throws does not stop the others. */
+    private static void runCallbacks(List<Runnable> list) {
+        for (Runnable r : list) {
+            try {
+                r.run();
+            } catch (RuntimeException e) {
+                LOG.error("log write callback failed", e);
+            }
+        }
+        list.clear();
     }
 
     /** Appenders that had to wait for a free buffer or for room in the queue, since open. Any thread. */
@@ -682,6 +742,12 @@ final class LogWriter implements AutoCloseable {
                         channel.close();
                     }
                 }
+                // frames never written (a failed log): their external bytes are free now
+                synchronized (appendLock) {
+                    batchCallbacks.addAll(queuedCallbacks);
+                    queuedCallbacks.clear();
+                }
+                runCallbacks(batchCallbacks);
             }
         }
     }

@@ -25,12 +25,17 @@ final class NativeMemory {
     /** Empty values: a native segment (as every other value is), so readers may re-scope it like any other. */
     private static final MemorySegment EMPTY = MemorySegment.NULL;
     private final AtomicLong usedBytes = new AtomicLong();
-    /** Pinned segments by address; empty unless a value is lent (checked first, so the write path stays cheap). */
+    /**
+     * Pinned segments by address; empty unless a value is lent or a large value waits for the log (checked first, so
+     * the write path stays cheap).
+     */
     private final ConcurrentHashMap<Long, Pin> pins = new ConcurrentHashMap<>();
 
     /** Holders of a pinned segment and whether it was freed meanwhile. Changed only inside the map's compute. */
     private static final class Pin {
         int count;
+        /** Of {@link #count}, the pins of lent values ({@link #pin}); the others are the log's ({@link #pinForLog}). */
+        int lent;
         boolean freed;
     }
 
@@ -79,17 +84,40 @@ final class NativeMemory {
 
     /** Keeps {@code segment} allocated and unwritten until the matching {@link #unpin}. Under its shard's lock. */
     void pin(MemorySegment segment) {
+        pin(segment, 1);
+    }
+
+    /**
+     * As {@link #pin}, for a block the log writes from ({@link FrameBuilder#putExternal}) until it calls
+     * {@link #unpinForLog}; not counted by {@link #pinned}.
+     */
+    void pinForLog(MemorySegment segment) {
+        pin(segment, 0);
+    }
+
+    private void pin(MemorySegment segment, int lent) {
         pins.compute(segment.address(), (a, p) -> {
             Pin q = p == null ? new Pin() : p;
             q.count++;
+            q.lent += lent;
             return q;
         });
     }
 
     /** Ends one pin; the last one frees a segment that was freed meanwhile. Any thread, no lock needed. */
     void unpin(MemorySegment segment) {
+        unpin(segment, 1);
+    }
+
+    /** Ends a {@link #pinForLog}. */
+    void unpinForLog(MemorySegment segment) {
+        unpin(segment, 0);
+    }
+
+    private void unpin(MemorySegment segment, int lent) {
         boolean[] freeNow = new boolean[1];
         pins.computeIfPresent(segment.address(), (a, p) -> {
+            p.lent -= lent;
             if (--p.count > 0) {
                 return p;
             }
@@ -106,9 +134,15 @@ final class NativeMemory {
         return !pins.isEmpty() && segment != null && pins.containsKey(segment.address());
     }
 
-    /** Segments pinned right now. */
+    /** Segments lent right now ({@link #pin}; the log's pins are not counted). */
     int pinned() {
-        return pins.size();
+        int n = 0;
+        for (Pin p : pins.values()) {
+            if (p.lent > 0) {
+                n++;
+            }
+        }
+        return n;
     }
 
     private void release(MemorySegment segment) {

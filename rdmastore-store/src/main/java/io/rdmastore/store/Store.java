@@ -515,6 +515,7 @@ public final class Store implements AutoCloseable {
             return 0;
         }
         if (!writesAllowed) {
+            discardExternal(f);
             throw new ReadOnlyException(readOnlyReason);
         }
         AtomicScope scope = ATOMIC.get();
@@ -529,14 +530,36 @@ public final class Store implements AutoCloseable {
             applyFrame(f.payload());
             return 0;
         }
-        ByteBuffer frame = f.sealPositioned();
-        int len = frame.remaining();
-        long ticket = log.append(f, frame);
-        applyFrame(f.payload());
+        long ticket;
+        if (f.hasExternal()) {
+            // a value in a block of the store's memory (putStringValue): logged from there, then the entry adopts it
+            MemorySegment block = f.external();
+            try {
+                f.sealPositioned();
+                ticket = log.appendExternal(f, () -> keyspace.memory.unpinForLog(block));
+            } catch (RuntimeException e) {
+                discardExternal(f);
+                throw e;
+            }
+            applyFrame(f.headPayload(), block);
+        } else {
+            ByteBuffer frame = f.sealPositioned();
+            ticket = log.append(f, frame);
+            applyFrame(f.payload());
+        }
         LAST_COMMIT.get()[0] = f.index();
-        bytesSinceSnapshot.addAndGet(len);
+        bytesSinceSnapshot.addAndGet(f.frameLength());
         changesSinceSave.incrementAndGet();
         return ticket;
+    }
+
+    /** Frees the block of a frame's external value ({@link #putStringValue}) when the frame is not logged. */
+    private void discardExternal(FrameBuilder f) {
+        MemorySegment block = f.external();
+        if (block != null) {
+            keyspace.memory.unpinForLog(block);
+            keyspace.memory.free(block);
+        }
     }
 
     /** Logs what an {@link #exclusive} scope gathered (already applied) as one frame; under the scope's locks. */
@@ -588,6 +611,14 @@ public final class Store implements AutoCloseable {
 
     /** Applies one frame's ops to memory: the one code path for live writes, recovery and snapshot loading. */
     private void applyFrame(ByteBuffer p) {
+        applyFrame(p, null);
+    }
+
+    /**
+     * As {@link #applyFrame(ByteBuffer)}; {@code adopt}, when not null, holds the value of the frame's one
+     * {@code STRING_PUT}, which {@code p} ends with up to that value's length: the entry takes the block itself.
+     */
+    private void applyFrame(ByteBuffer p, MemorySegment adopt) {
         KeyListener listener = keyListener;
         if (listener != null && !listener.wantsKeys()) {
             listener = null;
@@ -614,7 +645,16 @@ public final class Store implements AutoCloseable {
                     existed = e != null && !e.expired(System.currentTimeMillis());
                 }
             }
-            applyOp(op, p);
+            if (adopt != null && op == LogDescriptor.OP_STRING_PUT) {
+                Key key = Key.wrap(Keyspace.readBytes(p));
+                long expireAt = p.getLong();
+                if (p.getInt() != adopt.byteSize()) {
+                    throw new IllegalStateException("adopted value's length differs from its record's");
+                }
+                keyspace.applyStringAdopt(key, expireAt, adopt);
+            } else {
+                applyOp(op, p);
+            }
             if (k != null) {
                 listener.keyChanged(k, expired);
                 if (!existed && op != LogDescriptor.OP_DELETE) {
@@ -1278,7 +1318,35 @@ public final class Store implements AutoCloseable {
         }
         options.validate();
         checkValue(length);
-        return set(key, options, (f, k, expireAt) -> putStringHead(f, k, expireAt).putBytes(value, length));
+        return set(key, options, (f, k, expireAt) -> putStringValue(f, k, expireAt, value));
+    }
+
+    /**
+     * Values from this size on are copied once, into the block that becomes the entry's memory, and logged from that
+     * block ({@link FrameBuilder#putExternal}); smaller ones are copied into the log frame, and from it into memory.
+     */
+    static final long EXTERNAL_VALUE_BYTES = 32 * 1024;
+
+    /**
+     * The op that sets a string held in {@code value}, as the frame's last op. A large value (outside an {@link #exclusive} scope, whose frame
+     * gathers several writes) goes into a new block of the store's memory, pinned until the log has written it from
+     * there; the entry adopts the block when the frame is applied.
+     */
+    private void putStringValue(FrameBuilder f, Key k, long expireAt, MemorySegment value) {
+        long length = value.byteSize();
+        if (length < EXTERNAL_VALUE_BYTES || ATOMIC.get() != null) {
+            putStringHead(f, k, expireAt).putBytes(value, length);
+            return;
+        }
+        MemorySegment block = keyspace.memory.allocate(length);
+        try {
+            MemorySegment.copy(value, 0, block, 0, length);
+            keyspace.memory.pinForLog(block);
+        } catch (RuntimeException e) {
+            keyspace.memory.free(block);
+            throw e;
+        }
+        putStringHead(f, k, expireAt).putExternal(block);
     }
 
     /** Writes the op that sets key {@code k}'s string, expiring at {@code expireAt} (-1: never). */
@@ -1288,7 +1356,13 @@ public final class Store implements AutoCloseable {
     }
 
     private SetResult set(byte[] key, byte[] value, BlobVersion blob, SetOptions options) {
-        return set(key, options, (f, k, expireAt) -> putString(f, k, expireAt, value, blob));
+        return set(key, options, (f, k, expireAt) -> {
+            if (blob == null) {
+                putStringValue(f, k, expireAt, MemorySegment.ofArray(value));
+            } else {
+                putString(f, k, expireAt, null, blob);
+            }
+        });
     }
 
     private SetResult set(byte[] key, SetOptions options, StringPut put) {
@@ -1324,7 +1398,7 @@ public final class Store implements AutoCloseable {
         s.lock.writeLock().lock();
         try {
             FrameBuilder f = frame();
-            f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(-1).putBytes(value);
+            putStringValue(f, k, -1, MemorySegment.ofArray(value));
             ticket = commit(f);
         } finally {
             s.lock.writeLock().unlock();
