@@ -2257,13 +2257,16 @@ public final class Store implements AutoCloseable {
         }
         Collection<Object> candidates = null;
         for (Map.Entry<String, BsonValue> eq : filter.equalities()) {
+            if (!Documents.Index.usable(eq.getValue())) {
+                continue;
+            }
             Collection<Object> ids;
             if (eq.getKey().equals("_id")) {
                 Object k = BsonValues.idKey(eq.getValue());
                 ids = c.byId.containsKey(k) ? List.of(k) : List.of();
             } else {
                 Documents.Index ix = c.indexes.get(eq.getKey());
-                if (ix == null || !Documents.Index.usable(eq.getValue())) {
+                if (ix == null) {
                     continue;
                 }
                 ids = ix.lookup(eq.getValue());
