@@ -480,6 +480,8 @@ public final class RdmaStoreServer implements AutoCloseable {
                 : Instant.ofEpochMilli(st.lastSnapshotEpochMillis()).toString());
             store.put("collections", String.valueOf(st.collections()));
             store.put("documents", String.valueOf(st.documents()));
+            // as MongoDB's docsExamined: a figure that grows with the collections' sizes means unindexed filters
+            store.put("documents_examined", String.valueOf(this.store.documentsExamined()));
         } catch (RuntimeException e) {
             store.put("error", e.toString());
         }

@@ -197,6 +197,7 @@ class RoundTripTest {
             assertEquals(3, items.countDocuments(BsonDocument.parse("{sku: 'a'}")));
             assertEquals(2 + 2 + 1 + 3, server.store().documentsExamined() - examined,
                 "only the documents holding the value are examined");
+            assertTrue(c.info().contains("documents_examined:" + server.store().documentsExamined()), "INFO shows it");
             assertTrue(items.dropIndex("dims.w"));
             assertFalse(items.dropIndex("dims.w"));
             RdmaStoreServerException id = assertThrows(RdmaStoreServerException.class, () -> items.dropIndex("_id"));
