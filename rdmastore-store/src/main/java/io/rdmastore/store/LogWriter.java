@@ -198,13 +198,18 @@ final class LogWriter implements AutoCloseable {
             ticket = appendedTotal + n;
             appendedTotal = ticket;
         }
-        if (wake) {
+        wakeWriter(wake);
+        return ticket;
+    }
+
+    /** After an append: wakes the write-behind thread now when {@code urgent}, or when it sleeps until rung. */
+    private void wakeWriter(boolean urgentNow) {
+        if (urgentNow) {
             urgent = true;
             LockSupport.unpark(writeBehind);
         } else if (writerParked) {
             LockSupport.unpark(writeBehind);
         }
-        return ticket;
     }
 
     /**
@@ -243,12 +248,7 @@ final class LogWriter implements AutoCloseable {
             ticket = appendedTotal + n;
             appendedTotal = ticket;
         }
-        if (wake) {
-            urgent = true;
-            LockSupport.unpark(writeBehind);
-        } else if (writerParked) {
-            LockSupport.unpark(writeBehind);
-        }
+        wakeWriter(wake);
         return ticket;
     }
 
