@@ -1328,9 +1328,9 @@ public final class Store implements AutoCloseable {
     static final long EXTERNAL_VALUE_BYTES = 32 * 1024;
 
     /**
-     * The op that sets a string held in {@code value}, as the frame's last op. A large value (outside an {@link #exclusive} scope, whose frame
-     * gathers several writes) goes into a new block of the store's memory, pinned until the log has written it from
-     * there; the entry adopts the block when the frame is applied.
+     * The op that sets a string held in {@code value}, as the frame's last op. A large value (outside an
+     * {@link #exclusive} scope, whose frame gathers several writes) goes into a new block of the store's memory,
+     * pinned until the log has written it from there; the entry adopts the block when the frame is applied.
      */
     private void putStringValue(FrameBuilder f, Key k, long expireAt, MemorySegment value) {
         long length = value.byteSize();
