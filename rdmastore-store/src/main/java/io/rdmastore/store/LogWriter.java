@@ -26,12 +26,12 @@ import org.slf4j.LoggerFactory;
  * queues one larger than a buffer as it is, without copying it. A full buffer is queued and the append goes on in a
  * free one (at most {@value #MAX_BUFFERS} exist). A frame with an external field ({@link #appendExternal}: a large
  * value in the store's off-heap memory) is queued as its pieces, the value's a direct view of that memory, so neither
- * the log nor the JDK copies it before the {@code write}. Only when every buffer is queued, or {@value #MAX_QUEUED_BYTES}
- * bytes are queued, does an append wait for the writer ({@link #appendWaits()} counts those waits). The queue reaches
- * the file in order, in one gathering {@code write} per batch: by the write-behind thread about
- * {@value #WRITE_BEHIND_MICROS} microseconds after the first frame of the batch (at once when half the queue's room is
- * taken), by {@link #writeTo} and {@link #syncTo} (which many threads share: group commit), and by {@link #rotate} and
- * {@link #close}. So with {@code everysec} or {@code no} a process crash loses at most the last batch (about a
+ * the log nor the JDK copies it before the {@code write}. Only when every buffer is queued, or
+ * {@value #MAX_QUEUED_BYTES} bytes are queued, does an append wait for the writer ({@link #appendWaits()} counts those
+ * waits). The queue reaches the file in order, in one gathering {@code write} per batch: by the write-behind thread
+ * about {@value #WRITE_BEHIND_MICROS} microseconds after the first frame of the batch (at once when half the queue's
+ * room is taken), by {@link #writeTo} and {@link #syncTo} (which many threads share: group commit), and by
+ * {@link #rotate} and {@link #close}. So with {@code everysec} or {@code no} a process crash loses at most the last batch (about a
  * millisecond) and a machine crash about a second; with {@code always} {@link #syncTo} writes and fsyncs before the
  * caller replies.
  *
