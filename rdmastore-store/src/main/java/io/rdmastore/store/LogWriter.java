@@ -31,9 +31,9 @@ import org.slf4j.LoggerFactory;
  * waits). The queue reaches the file in order, in one gathering {@code write} per batch: by the write-behind thread
  * about {@value #WRITE_BEHIND_MICROS} microseconds after the first frame of the batch (at once when half the queue's
  * room is taken), by {@link #writeTo} and {@link #syncTo} (which many threads share: group commit), and by
- * {@link #rotate} and {@link #close}. So with {@code everysec} or {@code no} a process crash loses at most the last batch (about a
- * millisecond) and a machine crash about a second; with {@code always} {@link #syncTo} writes and fsyncs before the
- * caller replies.
+ * {@link #rotate} and {@link #close}. So with {@code everysec} or {@code no} a process crash loses at most the last
+ * batch (about a millisecond) and a machine crash about a second; with {@code always} {@link #syncTo} writes and
+ * fsyncs before the caller replies.
  *
  * <p>Lock order: {@code syncLock}, then {@code writeLock} (owns the channel and the batch being written), then
  * {@code appendLock} (owns the active buffer, the queue and the free buffers). {@link #rotate} must be called with
