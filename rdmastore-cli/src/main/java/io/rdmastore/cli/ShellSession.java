@@ -1,5 +1,6 @@
 package io.rdmastore.cli;
 
+import io.rdmastore.client.DocumentCollection;
 import io.rdmastore.client.RdmaStoreClient;
 import io.rdmastore.client.RdmaStoreException;
 import io.rdmastore.client.SetOptions;
@@ -347,14 +348,16 @@ final class ShellSession implements AutoCloseable {
             }
             case "index", "dropindex" -> {
                 docArgs(sub, r, 2, 2, "doc " + sub + " <collection> <field>");
-                boolean changed = sub.equals("index") ? client().collection(r.get(0)).createIndex(r.get(1))
-                    : client().collection(r.get(0)).dropIndex(r.get(1));
+                DocumentCollection coll = client().collection(r.get(0));
+                String field = r.get(1);
+                boolean create = sub.equals("index");
+                boolean changed = create ? coll.createIndex(field) : coll.dropIndex(field);
                 if (raw) {
                     integer(changed ? 1 : 0);
+                } else if (create) {
+                    out.println("index on " + field + (changed ? " created" : " exists already"));
                 } else {
-                    out.println(sub.equals("index") ? (changed ? "index on " + r.get(1) + " created"
-                        : "index on " + r.get(1) + " exists already")
-                        : (changed ? "index on " + r.get(1) + " dropped" : "no index on " + r.get(1)));
+                    out.println(changed ? "index on " + field + " dropped" : "no index on " + field);
                 }
             }
             case "indexes" -> {

@@ -63,10 +63,11 @@ final class Documents {
             };
         }
 
-        private Set<Object> keys(BsonDocument doc) {
+        /** The document's keys in this index; one may repeat (adding to or removing from a bucket is idempotent). */
+        private List<Object> keys(BsonDocument doc) {
             List<BsonValue> values = new ArrayList<>(2);
             DocumentFilter.valuesAt(doc, path, values);
-            Set<Object> keys = new LinkedHashSet<>();
+            List<Object> keys = new ArrayList<>(values.size());
             for (BsonValue v : values) {
                 if (v.isArray()) {
                     for (BsonValue el : v.asArray()) {

@@ -155,10 +155,7 @@ final class Keyspace {
         MemorySegment seg = memory.allocate(len);
         MemorySegment.copy(MemorySegment.ofBuffer(src.slice(src.position(), len)), 0, seg, 0, len);
         src.position(src.position() + len);
-        remove(s, k);
-        Entry e = create(s, k, STRING, expireAt);
-        e.string = seg;
-        e.length = len;
+        applyStringAdopt(k, expireAt, seg);
     }
 
     /** Replaces the key with a string whose bytes are {@code block} (from {@link #memory}), which the entry takes. */

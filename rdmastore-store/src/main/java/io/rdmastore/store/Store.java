@@ -2277,27 +2277,27 @@ public final class Store implements AutoCloseable {
         }
         if (candidates != null) {
             for (Object k : candidates) {
-                BsonDocument d = c.byId.get(k);
-                examined.increment();
-                if (filter.matches(d)) {
-                    out.add(d);
-                    if (out.size() >= limit) {
-                        break;
-                    }
+                if (take(c.byId.get(k), filter, out, limit)) {
+                    break;
                 }
             }
-            return out;
-        }
-        for (BsonDocument d : c.byId.values()) {
-            examined.increment();
-            if (filter.matches(d)) {
-                out.add(d);
-                if (out.size() >= limit) {
+        } else {
+            for (BsonDocument d : c.byId.values()) {
+                if (take(d, filter, out, limit)) {
                     break;
                 }
             }
         }
         return out;
+    }
+
+    /** Examines {@code d}: adds it to {@code out} when it matches; true once {@code out} holds {@code limit}. */
+    private boolean take(BsonDocument d, DocumentFilter filter, List<BsonDocument> out, long limit) {
+        examined.increment();
+        if (filter.matches(d)) {
+            out.add(d);
+        }
+        return out.size() >= limit;
     }
 
     /** Documents examined by finds, updates, deletes and counts since the store opened (as MongoDB's docsExamined). */
