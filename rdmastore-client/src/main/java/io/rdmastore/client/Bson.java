@@ -17,6 +17,10 @@ final class Bson {
     private static final DecoderContext DECODE = DecoderContext.builder().build();
     /** Documents and filters are bounded by the server's limits; this bound only rejects impossible lengths. */
     static final long MAX = Integer.MAX_VALUE;
+    /** Encoding buffers kept per thread up to this size (larger ones are dropped after use). */
+    private static final int KEPT_BUFFER_BYTES = 64 * 1024;
+    /** Each thread's encoding buffer, reused instead of a fresh one per request, and copied out once, not twice. */
+    private static final ThreadLocal<BasicOutputBuffer> ENCODING = ThreadLocal.withInitial(BasicOutputBuffer::new);
 
     private Bson() {
     }
@@ -25,11 +29,18 @@ final class Bson {
         if (doc == null) {
             throw new IllegalArgumentException("document must not be null");
         }
-        BasicOutputBuffer out = new BasicOutputBuffer(256);
-        try (BsonBinaryWriter writer = new BsonBinaryWriter(out)) {
-            CODEC.encode(writer, doc, ENCODE);
+        BasicOutputBuffer out = ENCODING.get();
+        out.truncateToPosition(0);
+        try {
+            try (BsonBinaryWriter writer = new BsonBinaryWriter(out)) {
+                CODEC.encode(writer, doc, ENCODE);
+            }
+            return java.util.Arrays.copyOf(out.getInternalBuffer(), out.getPosition());
+        } finally {
+            if (out.getInternalBuffer().length > KEPT_BUFFER_BYTES) {
+                ENCODING.remove();
+            }
         }
-        return out.toByteArray();
     }
 
     static BsonDocument decode(byte[] raw) {

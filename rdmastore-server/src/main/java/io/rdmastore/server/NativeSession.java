@@ -10,6 +10,7 @@ import io.rdmastore.store.SetResult;
 import io.rdmastore.store.Store;
 import io.rdmastore.store.StoreException;
 import io.rdmastore.store.UpdateResult;
+import io.rdmastore.store.doc.BsonValues;
 import io.rdmastore.transport.Connection;
 import io.rdmastore.transport.MessageHandler;
 import io.rdmastore.transport.TransportStatus;
@@ -25,13 +26,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.bson.BSONException;
 import org.bson.BsonBinaryReader;
-import org.bson.BsonBinaryWriter;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
 import org.bson.codecs.BsonDocumentCodec;
 import org.bson.codecs.DecoderContext;
-import org.bson.codecs.EncoderContext;
-import org.bson.io.BasicOutputBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,7 +55,6 @@ final class NativeSession implements MessageHandler {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final BsonDocumentCodec CODEC = new BsonDocumentCodec();
     private static final DecoderContext DECODE = DecoderContext.builder().build();
-    private static final EncoderContext ENCODE = EncoderContext.builder().build();
     private static final int MAX_COLLECTION_NAME = 1024;
     private static final byte[] PONG = "PONG".getBytes(StandardCharsets.US_ASCII);
 
@@ -1178,11 +1175,7 @@ final class NativeSession implements MessageHandler {
     }
 
     private static void writeDocument(WireWriter w, BsonDocument d) {
-        BasicOutputBuffer out = new BasicOutputBuffer(256);
-        try (BsonBinaryWriter bson = new BsonBinaryWriter(out)) {
-            CODEC.encode(bson, d, ENCODE);
-        }
-        w.bytes(out.toByteArray());
+        w.bytes(BsonValues.encode(d));
     }
 
     private void docInsert(WireReader r, WireWriter w) {

@@ -29,12 +29,15 @@ final class Documents {
 
         private void indexAll(Object idKey, BsonDocument old, BsonDocument now) {
             for (Index ix : indexes.values()) {
-                if (old != null) {
-                    ix.remove(idKey, old);
+                List<Object> was = old == null ? List.of() : ix.keys(old);
+                List<Object> is = now == null ? List.of() : ix.keys(now);
+                if (was.equals(is)) {
+                    // an update that leaves the field alone (the usual one) changes nothing here: no bucket churn,
+                    // and the document keeps its place in each bucket's order
+                    continue;
                 }
-                if (now != null) {
-                    ix.add(idKey, now);
-                }
+                ix.remove(idKey, was);
+                ix.add(idKey, is);
             }
         }
     }
@@ -48,7 +51,20 @@ final class Documents {
     static final class Index {
         final String field;
         private final String[] path;
-        final HashMap<Object, LinkedHashSet<Object>> buckets = new HashMap<>();
+        /**
+         * Each key's documents: the one id itself while a single document holds the key (a unique field's every
+         * bucket), an {@link Ids} set from the second on. A set per key cost about 200 bytes per document and an
+         * allocation per insert, delete or changing update.
+         */
+        final HashMap<Object, Object> buckets = new HashMap<>();
+
+        /** Two or more ids, in the order they gained the key. Never an id itself: ids are {@code idKey}s. */
+        private static final class Ids extends LinkedHashSet<Object> {
+            Ids(Object first) {
+                super(4);
+                add(first);
+            }
+        }
 
         Index(String field) {
             this.field = field;
@@ -64,7 +80,7 @@ final class Documents {
         }
 
         /** The document's keys in this index; one may repeat (adding to or removing from a bucket is idempotent). */
-        private List<Object> keys(BsonDocument doc) {
+        List<Object> keys(BsonDocument doc) {
             List<BsonValue> values = new ArrayList<>(2);
             DocumentFilter.valuesAt(doc, path, values);
             List<Object> keys = new ArrayList<>(values.size());
@@ -83,15 +99,30 @@ final class Documents {
         }
 
         void add(Object idKey, BsonDocument doc) {
-            for (Object k : keys(doc)) {
-                buckets.computeIfAbsent(k, x -> new LinkedHashSet<>()).add(idKey);
+            add(idKey, keys(doc));
+        }
+
+        private void add(Object idKey, List<Object> keys) {
+            for (Object k : keys) {
+                Object b = buckets.putIfAbsent(k, idKey);
+                if (b instanceof Ids ids) {
+                    ids.add(idKey);
+                } else if (b != null && !b.equals(idKey)) {
+                    Ids ids = new Ids(b);
+                    ids.add(idKey);
+                    buckets.put(k, ids);
+                }
             }
         }
 
-        void remove(Object idKey, BsonDocument doc) {
-            for (Object k : keys(doc)) {
-                LinkedHashSet<Object> b = buckets.get(k);
-                if (b != null && b.remove(idKey) && b.isEmpty()) {
+        private void remove(Object idKey, List<Object> keys) {
+            for (Object k : keys) {
+                Object b = buckets.get(k);
+                if (b instanceof Ids ids) {
+                    if (ids.remove(idKey) && ids.size() == 1) {
+                        buckets.put(k, ids.iterator().next());
+                    }
+                } else if (b != null && b.equals(idKey)) {
                     buckets.remove(k);
                 }
             }
@@ -99,8 +130,11 @@ final class Documents {
 
         /** The ids of documents that hold {@code v} at the path (a usable value), in the order they gained it. */
         Set<Object> lookup(BsonValue v) {
-            LinkedHashSet<Object> b = buckets.get(BsonValues.idKey(v));
-            return b == null ? Set.of() : b;
+            Object b = buckets.get(BsonValues.idKey(v));
+            if (b == null) {
+                return Set.of();
+            }
+            return b instanceof Ids ids ? ids : Set.of(b);
         }
     }
 
