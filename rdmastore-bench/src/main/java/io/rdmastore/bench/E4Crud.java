@@ -29,6 +29,12 @@ import org.bson.BsonValue;
 public final class E4Crud implements Experiment {
     static final String[] OPS = {"insert", "update", "query_id", "query_field", "delete"};
     static final int[] CLIENTS = {1, 4};
+    /**
+     * Warm-up per operation on each fresh server, unless --warmup says otherwise. A fresh server's update path over ucx
+     * ran at 1-28k ops/s for its first 1.6-2 s (JIT compiling beside two spinning threads on two cores) before reaching
+     * 100-140k; with 1 s, single-client phases kept one slow repeat (update x1 60-137k against 116-138k with 3 s).
+     */
+    static final long WARM_NANOS = 3_000_000_000L;
     static final String COLLECTION = "e4";
 
     @Override
@@ -57,7 +63,7 @@ public final class E4Crud implements Experiment {
 
     @Override
     public void run(BenchOptions options, Report report) throws Exception {
-        Plan plan = new Plan(options.quick() ? 200 : 2_000, options.warmNanos(1_000_000_000L, 50_000_000L),
+        Plan plan = new Plan(options.quick() ? 200 : 2_000, options.warmNanos(WARM_NANOS, 50_000_000L),
             options.measureNanos(600_000_000L, 150_000_000L), options.cpuModes(), options.repeats());
         Map<String, List<Double>> rate = new LinkedHashMap<>();
         Map<String, String> mechanisms = new LinkedHashMap<>();
