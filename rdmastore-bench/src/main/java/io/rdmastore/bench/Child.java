@@ -9,16 +9,24 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A second JVM running one of this module's mains with the same classpath; it prints {@code READY <port>} when it
- * listens. Closed (destroyed) by {@link #close()}; always bounded in time.
+ * A second JVM running one of this module's mains with the same classpath; it prints {@code READY <port> [more]} when
+ * it listens (or is ready). Closed (destroyed) by {@link #close()}; always bounded in time.
  */
 final class Child implements AutoCloseable {
     private final Process process;
     final int port;
+    /** What its READY line said after the port (empty when nothing). */
+    final String ready;
 
-    private Child(Process process, int port) {
+    private Child(Process process, int port, String ready) {
         this.process = process;
         this.port = port;
+        this.ready = ready;
+    }
+
+    /** The child's pid. */
+    long pid() {
+        return process.pid();
     }
 
     static Child start(Class<?> main, String... args) throws IOException {
@@ -43,7 +51,8 @@ final class Child implements AutoCloseable {
         String line;
         while ((line = r.readLine()) != null) {
             if (line.startsWith("READY ")) {
-                int port = Integer.parseInt(line.substring(6).trim());
+                String[] words = line.substring(6).trim().split("\\s+", 2);
+                int port = Integer.parseInt(words[0]);
                 Thread drain = new Thread(() -> {
                     try {
                         r.transferTo(java.io.Writer.nullWriter());
@@ -53,7 +62,7 @@ final class Child implements AutoCloseable {
                 }, "child-stdout");
                 drain.setDaemon(true);
                 drain.start();
-                return new Child(p, port);
+                return new Child(p, port, words.length > 1 ? words[1] : "");
             }
             if (System.nanoTime() > deadline) {
                 break;

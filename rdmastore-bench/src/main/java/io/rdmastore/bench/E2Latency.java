@@ -110,6 +110,9 @@ public final class E2Latency implements Experiment {
             if (systems.contains("rdmastore-ucx") && Arrays.stream(sizes).anyMatch(s -> s == FLOOR_SIZE)) {
                 floor(pairing, plan, results, mechanisms);
             }
+            if (systems.contains("rdmastore-ucx") && CopyFloor.available()) {
+                copyFloor(pairing, plan, results, mechanisms);
+            }
             for (String system : systems) {
                 List<String> args = new ArrayList<>(system.equals("rdmastore-ucx")
                     ? List.of("--transport", "auto", "--ucx-idle", "spin") : List.of("--transport", "tcp"));
@@ -158,6 +161,41 @@ public final class E2Latency implements Experiment {
                         us(h.getValueAtPercentile(50)), us(h.getValueAtPercentile(99)),
                         us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0, Double.NaN, Double.NaN, Double.NaN,
                         Double.NaN, Double.NaN));
+                }
+            }
+        }
+    }
+
+    /**
+     * The host's floor for the cells from {@link CopyFloor#FROM} bytes: one cross-process copy of the value (and for a
+     * PUT one appended {@code write(2)}), no protocol or store ({@link CopyFloor}); rows of system {@code floor}.
+     */
+    private static void copyFloor(BenchOptions.Persistence pairing, Plan plan, List<Result> out,
+                                  Map<String, String> mechanisms) throws Exception {
+        int largest = Arrays.stream(plan.sizes()).max().orElse(0);
+        if (largest < CopyFloor.FROM) {
+            return;
+        }
+        try (Child peer = Child.start(CopyFloor.class, Integer.toString(largest))) {
+            for (CpuState.Mode mode : plan.modes()) {
+                for (int r = 0; r < plan.repeats(); r++) {
+                    for (String op : OPS) {
+                        for (int size : plan.sizes()) {
+                            if (size < CopyFloor.FROM) {
+                                continue;
+                            }
+                            Histogram h;
+                            try (CpuState.Guard g = CpuState.enter(mode, plan.warmNanos() + plan.measureNanos()
+                                + 60_000_000_000L)) {
+                                mechanisms.put(mode.label(), g.mechanism());
+                                h = CopyFloor.measure(peer, op, size, plan.warmNanos(), plan.measureNanos());
+                            }
+                            out.add(new Result("floor", pairing.label(), mode.label(), op, size, h.getTotalCount(),
+                                us(h.getValueAtPercentile(50)), us(h.getValueAtPercentile(99)),
+                                us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0, Double.NaN, Double.NaN,
+                                Double.NaN, Double.NaN, Double.NaN));
+                        }
+                    }
                 }
             }
         }
@@ -436,7 +474,7 @@ public final class E2Latency implements Experiment {
                 String ml = mode.label();
                 for (String op : OPS) {
                     for (int size : plan.sizes()) {
-                        for (String system : List.of("rdmastore-ucx", "rdmastore-tcp", "redis", "limit")) {
+                        for (String system : List.of("rdmastore-ucx", "rdmastore-tcp", "redis", "limit", "floor")) {
                             String c = key(system, pl, ml, op, size);
                             if (!cells.containsKey(c)) {
                                 continue;
@@ -507,7 +545,11 @@ public final class E2Latency implements Experiment {
             + "minus the three: wire, client encode/decode and waiting. Server copies: copies of the value the "
             + "server's ucx transport made per operation beyond the one into its ring (INFO's ucx_copied_*_bytes; "
             + "a value gathered from ring fragments counts 1, a reply copied before it is sent 1 more; "
-            + "docs/transport-ucx.md).");
+            + "docs/transport-ucx.md). floor rows (from " + Sizes.human(CopyFloor.FROM) + "): the host's floor for "
+            + "moving the value between two processes with no protocol or store: get = one process_vm_readv of the "
+            + "value from another process plus the copy into a new array; put = the same read plus one write(2) "
+            + "appended to a file (what a log under everysec pays before it acknowledges, as Redis's AOF does). A 3x "
+            + "line (Redis p50 / 3) below the floor cannot be met by any design that copies the value across once.");
         if (!redis) {
             sb.append(" redis-server is not installed here, so its rows are missing (apt-get install redis-server).");
         }
@@ -544,8 +586,12 @@ public final class E2Latency implements Experiment {
                     if (u.n() > 0 && r.n() > 0) {
                         compared++;
                         if (r.median() < 3 * u.median()) {
+                            Spread f = spread(cells, key("floor", pl, ml, op, size), "p50_us");
+                            String floor = f.n() == 0 ? "" : String.format(Locale.ROOT, "; floor %s us %s the 3x line "
+                                + "%s us", f(f.median()), f.median() > r.median() / 3 ? "above" : "below",
+                                f(r.median() / 3));
                             missed.add(op + " " + Sizes.human(size) + String.format(Locale.ROOT, " %.1fx",
-                                r.median() / u.median()));
+                                r.median() / u.median()) + floor);
                         }
                     }
                 }

@@ -51,6 +51,12 @@ class E2E4QuickTest {
             }
         }
         for (String op : List.of("get", "put")) {
+            // the host's floor for the 64 KiB cells, measured in the same run
+            String row = "\"system\":\"floor\", \"variant\":\"" + op + "\", \"size_bytes\":65536, "
+                + "\"clients\":1, \"metric\":\"p50_us\"";
+            assertTrue(json.contains(row), "E2.json lacks " + row + ":\n" + json);
+        }
+        for (String op : List.of("get", "put")) {
             // the copies a ucx server made per operation, read from its INFO (tcp servers have no such counter)
             String row = "\"system\":\"rdmastore-ucx\", \"variant\":\"" + op + "\", \"size_bytes\":1024, "
                 + "\"clients\":1, \"metric\":\"server_copies\"";

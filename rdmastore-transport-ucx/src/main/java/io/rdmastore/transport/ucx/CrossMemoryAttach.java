@@ -24,9 +24,12 @@ import java.nio.file.Path;
  * which the capability carries ({@link UcxTransport.Peer}), and the permission to ptrace the peer (same user, Yama
  * permitting); without them the read goes through UCX as before.
  *
+ * <p>Public for the benchmarks' floor probe (E2's {@code floor} rows: what one such copy costs on the host, with no
+ * protocol); the transport's own reads go through {@code Connection.read}.
+ *
  * <p>Threads: any thread; stateless.
  */
-final class CrossMemoryAttach {
+public final class CrossMemoryAttach {
     private static final StructLayout IOVEC = MemoryLayout.structLayout(ValueLayout.ADDRESS.withName("base"),
         ValueLayout.JAVA_LONG.withName("len"));
     private static final VarHandle BASE = IOVEC.varHandle(MemoryLayout.PathElement.groupElement("base"));
@@ -45,7 +48,7 @@ final class CrossMemoryAttach {
     }
 
     /** Whether process_vm_readv could be bound and the pid namespace read. */
-    static boolean available() {
+    public static boolean available() {
         return READV != null && PID_NAMESPACE > 0;
     }
 
@@ -55,7 +58,7 @@ final class CrossMemoryAttach {
      * @return 0 when all bytes arrived, else the errno of the failed call ({@code EFAULT} for an unmapped range,
      *     {@code EPERM}/{@code ESRCH} when the peer cannot be read)
      */
-    static int read(long pid, long localAddress, long remoteAddress, long length) {
+    public static int read(long pid, long localAddress, long remoteAddress, long length) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment local = arena.allocate(IOVEC);
             MemorySegment remote = arena.allocate(IOVEC);

@@ -1,0 +1,164 @@
+package io.rdmastore.bench;
+
+import io.rdmastore.transport.ucx.CrossMemoryAttach;
+import org.HdrHistogram.Histogram;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * E2's {@code floor} rows for values from {@value #FROM} bytes: what moving a value between two processes on this host
+ * costs with no protocol, no store and no checks, timed per operation like E2's calls.
+ * <ul>
+ *   <li>get: one {@code process_vm_readv(2)} of the value from the peer process (a kernel copy, the cheapest
+ *   cross-process copy measured here; a window of shared memory copied on both sides measured no lower,
+ *   docs/decisions.md "Lent copies through shared memory") into a reused buffer, then a copy into a new array of the
+ *   value's length, which every E2 GET returns;</li>
+ *   <li>put: the same read into the buffer, then one {@code write(2)} of it appended to a file (what a log pays
+ *   before it acknowledges a write under {@code everysec}, and Redis's AOF too); the file starts afresh every
+ *   {@value #FILE_BYTES} bytes, so every write appends to new pages as a log's does.</li>
+ * </ul>
+ * A target below this floor cannot be met by any design that copies the value from one process into the other once.
+ * {@link #main} is the peer: it holds the bytes and prints {@code READY 0 <address>}.
+ */
+final class CopyFloor {
+    /** The smallest size E2 measures a floor for. */
+    static final int FROM = 16 << 10;
+    /** The floor file's size before it starts afresh. */
+    static final long FILE_BYTES = 64L << 20;
+    private static long sink;
+
+    private CopyFloor() {
+    }
+
+    /** The peer: {@code CopyFloor <bytes>} holds that many bytes of {@link #pattern} until its stdin closes. */
+    public static void main(String[] args) throws IOException {
+        long size = Long.parseLong(args[0]);
+        MemorySegment held = Arena.global().allocate(size, 4096);
+        for (long at = 0; at < size; at++) {
+            held.set(ValueLayout.JAVA_BYTE, at, pattern(at));
+        }
+        System.out.println("READY 0 " + held.address());
+        System.out.flush();
+        while (System.in.read() >= 0) {
+            Thread.onSpinWait();
+        }
+    }
+
+    /** The peer's byte at {@code offset}: the first read of each measurement is checked against it. */
+    static byte pattern(long offset) {
+        return (byte) (offset * 31 + (offset >>> 8) + 7);
+    }
+
+    /** Whether the floor can be measured here (process_vm_readv bound). */
+    static boolean available() {
+        return CrossMemoryAttach.available();
+    }
+
+    /**
+     * Times {@code op} ("get" or "put") of {@code size} bytes from {@code peer} (a {@link CopyFloor} child): about
+     * {@code warmNanos} untimed, then about {@code windowNanos} each recorded in nanoseconds.
+     */
+    static Histogram measure(Child peer, String op, int size, long warmNanos, long windowNanos) throws IOException {
+        return measure(peer, Long.parseLong(peer.ready.trim()), op, size, warmNanos, windowNanos);
+    }
+
+    /** As {@link #measure(Child, String, int, long, long)}, reading from {@code remote} in the peer. */
+    static Histogram measure(Child peer, long remote, String op, int size, long warmNanos, long windowNanos)
+        throws IOException {
+        boolean put = op.equals("put");
+        Path dir = put ? Files.createTempDirectory("rdmastore-bench-floor-") : null;
+        try (Arena arena = Arena.ofConfined(); Appender log = put ? new Appender(dir) : null) {
+            MemorySegment buffer = arena.allocate(size, 4096);
+            ByteBuffer view = buffer.asByteBuffer();
+            Histogram h = new Histogram(60_000_000_000L, 3);
+            read(peer, buffer, remote, size);
+            check(buffer, size);
+            long start = System.nanoTime();
+            long measureFrom = start + warmNanos;
+            long end = measureFrom + windowNanos;
+            long now = start;
+            while (now < end) {
+                if (log != null) {
+                    log.rotateIfFull();
+                }
+                long t0 = System.nanoTime();
+                read(peer, buffer, remote, size);
+                if (log != null) {
+                    log.append(view.clear());
+                } else {
+                    byte[] value = new byte[size];
+                    MemorySegment.copy(buffer, ValueLayout.JAVA_BYTE, 0, value, 0, size);
+                    sink += value[size - 1];
+                }
+                now = System.nanoTime();
+                if (t0 >= measureFrom) {
+                    h.recordValue(now - t0);
+                }
+            }
+            return h;
+        } finally {
+            if (dir != null) {
+                Files.deleteIfExists(dir.resolve("floor.log"));
+                Files.deleteIfExists(dir);
+            }
+        }
+    }
+
+    private static void read(Child peer, MemorySegment buffer, long remote, int size) throws IOException {
+        int errno = CrossMemoryAttach.read(peer.pid(), buffer.address(), remote, size);
+        if (errno != 0) {
+            throw new IOException("process_vm_readv from pid " + peer.pid() + " failed: errno " + errno);
+        }
+    }
+
+    /** Fails unless {@code buffer} holds the peer's bytes: the floor must move the value, not read something else. */
+    private static void check(MemorySegment buffer, int size) throws IOException {
+        for (int i = 0; i < size; i++) {
+            if (buffer.get(ValueLayout.JAVA_BYTE, i) != pattern(i)) {
+                throw new IOException("the floor's read returned other bytes than the peer holds, at offset " + i);
+            }
+        }
+    }
+
+    /** A file written by appends only, started afresh once it holds {@value #FILE_BYTES} bytes. */
+    private static final class Appender implements AutoCloseable {
+        private final Path file;
+        private FileChannel channel;
+
+        Appender(Path dir) throws IOException {
+            this.file = dir.resolve("floor.log");
+            open();
+        }
+
+        private void open() throws IOException {
+            Files.deleteIfExists(file);
+            channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        }
+
+        void rotateIfFull() throws IOException {
+            if (channel.position() >= FILE_BYTES) {
+                channel.close();
+                open();
+            }
+        }
+
+        void append(ByteBuffer bytes) throws IOException {
+            while (bytes.hasRemaining()) {
+                channel.write(bytes);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            channel.close();
+        }
+    }
+}
