@@ -22,8 +22,9 @@ import java.nio.file.StandardOpenOption;
  *   docs/decisions.md "Lent copies through shared memory") into a reused buffer, then a copy into a new array of the
  *   value's length, which every E2 GET returns;</li>
  *   <li>put: the same read into the buffer, then one {@code write(2)} of it appended to a file (what a log pays
- *   before it acknowledges a write under {@code everysec}, and Redis's AOF too); the file starts afresh every
- *   {@value #FILE_BYTES} bytes, so every write appends to new pages as a log's does.</li>
+ *   before it acknowledges a write under {@code everysec}, and Redis's AOF too), which a thread of its own forces to
+ *   disk once a second as everysec does; the file starts afresh every {@value #FILE_BYTES} bytes, so every write
+ *   appends to new pages as a log's does.</li>
  * </ul>
  * A target below this floor cannot be met by any design that copies the value from one process into the other once.
  * {@link #main} is the peer: it holds the bytes and prints {@code READY 0 <address>}.
@@ -128,14 +129,30 @@ final class CopyFloor {
         }
     }
 
-    /** A file written by appends only, started afresh once it holds {@value #FILE_BYTES} bytes. */
+    /**
+     * A file written by appends only, started afresh once it holds {@value #FILE_BYTES} bytes, and forced to disk once
+     * a second by a thread of its own, as a log under everysec is.
+     */
     private static final class Appender implements AutoCloseable {
         private final Path file;
-        private FileChannel channel;
+        private volatile FileChannel channel;
+        private final Thread syncer;
 
         Appender(Path dir) throws IOException {
             this.file = dir.resolve("floor.log");
             open();
+            syncer = Thread.ofPlatform().daemon().name("floor-everysec").start(() -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                    try {
+                        Thread.sleep(1000);
+                        channel.force(false);
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (IOException e) {
+                        // the file was started afresh meanwhile: the next second forces the new one
+                    }
+                }
+            });
         }
 
         private void open() throws IOException {
@@ -158,6 +175,12 @@ final class CopyFloor {
 
         @Override
         public void close() throws IOException {
+            syncer.interrupt();
+            try {
+                syncer.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             channel.close();
         }
     }

@@ -954,7 +954,9 @@ final class NativeSession implements MessageHandler {
         int flags = flags(r, ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX);
         long ttl = r.i64("ttl");
         byte[] key = key(r);
-        byte[] value = r.bytes("value", config.maxValueBytes());
+        // read in place: the store copies the value out of the message while the call runs (no byte[] per SET,
+        // which was nearly all a SET loop's garbage)
+        MemorySegment value = r.slice("value", config.maxValueBytes());
         r.end();
         if (flags == (ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX)) {
             throw new ProtocolException("NX and XX flags exclude each other");
@@ -992,8 +994,9 @@ final class NativeSession implements MessageHandler {
 
     /**
      * SET_LARGE: reads the client's value one-sided into this connection's registered buffer, then stores it as SET
-     * does; the reply keeps its place in the reply order. The read completes on the transport's thread (it drives
-     * the worker), so the store write runs where SET's does. Not taken in a replica set (a WAIT after it must cover
+     * does; the reply keeps its place in the reply order. A client on this host is read at once on this thread
+     * ({@code Connection.readNow}); otherwise the read completes on the transport's thread (it drives the worker). So
+     * the store write runs where SET's does. Not taken in a replica set (a WAIT after it must cover
      * it, and the fencing of writes runs per request) or with the rendezvous threshold at 0: the client sends SET.
      */
     private void setLarge(long id, WireReader r) {
@@ -1033,7 +1036,10 @@ final class NativeSession implements MessageHandler {
         Object placeholder = deferReply();
         java.util.concurrent.CompletableFuture<Void> read;
         try {
-            read = length == 0 ? java.util.concurrent.CompletableFuture.completedFuture(null)
+            // a client on this host is read at once, here, with one kernel copy (as SET's bytes are copied and
+            // written here); else one-sided through the transport, completing on its thread
+            read = length == 0 || connection.readNow(remote, 0, buf.segment(), 0, length)
+                ? java.util.concurrent.CompletableFuture.completedFuture(null)
                 : connection.read(remote, 0, buf.registration(), 0, length);
         } catch (RuntimeException e) {
             // the deferred reply must still come, or every later reply of this connection would wait for it

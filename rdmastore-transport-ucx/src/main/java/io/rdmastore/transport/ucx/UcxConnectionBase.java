@@ -291,6 +291,39 @@ abstract class UcxConnectionBase implements Connection {
     }
 
     @Override
+    public boolean readNow(RemoteMemory remote, long remoteOffset, MemorySegment local, long localOffset,
+                           long length) {
+        if (!(remote instanceof UcxRemoteMemory r) || !crossMemoryReads || refutedPid != null) {
+            return false;
+        }
+        if (length < 0 || remoteOffset < 0 || remoteOffset > r.length() - length) {
+            throw new TransportException("one-sided read refused: remote range [" + remoteOffset + ", +" + length
+                + ") is outside the peer's region of " + r.length() + " bytes");
+        }
+        if (localOffset < 0 || localOffset > local.byteSize() - length) {
+            throw new TransportException("one-sided read refused: local range [" + localOffset + ", +" + length
+                + ") is outside the destination of " + local.byteSize() + " bytes");
+        }
+        if (!isOpen() || !ready) {
+            throw new TransportException("connection closed: " + describe());
+        }
+        if (length == 0) {
+            return true;
+        }
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        if (!readAcrossMemory(r.address() + remoteOffset, local.address() + localOffset, length, f)) {
+            return false;
+        }
+        try {
+            f.join();
+        } catch (java.util.concurrent.CompletionException e) {
+            throw e.getCause() instanceof TransportException t ? t : new TransportException(e.getCause().getMessage(),
+                e.getCause());
+        }
+        return true;
+    }
+
+    @Override
     public CompletableFuture<Void> write(RegisteredMemory local, long localOffset, RemoteMemory remote,
                                          long remoteOffset, long length) {
         return oneSided(false, remote, remoteOffset, local, localOffset, length);

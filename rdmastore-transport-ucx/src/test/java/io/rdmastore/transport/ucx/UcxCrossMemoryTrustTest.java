@@ -67,6 +67,14 @@ class UcxCrossMemoryTrustTest {
     }
 
     private InetSocketAddress server() {
+        return server(false);
+    }
+
+    /**
+     * The server; with {@code now}, each read is {@code Connection.readNow} on the transport's own thread (in the
+     * handler), into unregistered memory, as SET_LARGE reads a client on this host.
+     */
+    private InetSocketAddress server(boolean now) {
         UcxTransport ucx = UcxTckNetworks.ucx(TLS);
         Network net = new Network(new Network.Context().carrier(new TcpTransport()).upgrade(ucx)
             .handshakeTimeout(Duration.ofSeconds(5)));
@@ -83,6 +91,19 @@ class UcxCrossMemoryTrustTest {
                     long offset = b.getLong();
                     byte[] d = new byte[b.remaining()];
                     b.get(d);
+                    if (now) {
+                        String answer;
+                        MemorySegment local = arena.allocate(64);
+                        try {
+                            answer = connection.readNow(connection.remoteMemory(d), offset, local, 0, 64)
+                                ? "OK " + new String(local.toArray(ValueLayout.JAVA_BYTE), StandardCharsets.ISO_8859_1)
+                                : "ERR readNow declined";
+                        } catch (RuntimeException e) {
+                            answer = "ERR " + e;
+                        }
+                        connection.offer(MemorySegment.ofArray(answer.getBytes(StandardCharsets.ISO_8859_1)));
+                        return;
+                    }
                     readers.execute(() -> {
                         String answer;
                         MemorySegment local = arena.allocate(64);
@@ -106,7 +127,22 @@ class UcxCrossMemoryTrustTest {
     @Test
     @Timeout(60)
     void anHonestPeersLentRangeIsReadAndNothingBeyondIt() throws Exception {
-        InetSocketAddress at = server();
+        honestPeer(server());
+    }
+
+    @Test
+    @Timeout(60)
+    void readNowOnTheTransportThreadReadsTheLentRangeAndNothingBeyondIt() throws Exception {
+        honestPeer(server(true));
+    }
+
+    @Test
+    @Timeout(90)
+    void readNowForAPeerThatDeclaresAnotherPidFailsAndNothingIsRead() throws Exception {
+        lyingPeer(server(true));
+    }
+
+    private void honestPeer(InetSocketAddress at) throws Exception {
         UcxTransport ucx = UcxTckNetworks.ucx(TLS);
         Network net = new Network(new Network.Context().carrier(new TcpTransport()).upgrade(ucx));
         open.add(net);
@@ -140,7 +176,10 @@ class UcxCrossMemoryTrustTest {
     @Test
     @Timeout(90)
     void aPeerThatDeclaresAnotherPidGetsAnErrorAndNothingIsRead() throws Exception {
-        InetSocketAddress at = server();
+        lyingPeer(server());
+    }
+
+    private void lyingPeer(InetSocketAddress at) throws Exception {
         byte[] secret = ("SERVER-SECRET-" + System.nanoTime() + "-".repeat(64)).substring(0, 64)
             .getBytes(StandardCharsets.US_ASCII);
         Arena arena = Arena.ofShared();
