@@ -109,7 +109,8 @@ public interface Connection extends AutoCloseable {
     /**
      * As {@link #read}, but done at once on the calling thread, the transport's own included, where the transport
      * copies the peer's memory itself (a peer on this host: one kernel copy, no work by the peer, no registration of
-     * {@code local} needed); returns false, with nothing read, where it cannot: use {@link #read} then. The copy
+     * {@code local} needed, which must be native memory); returns false, with nothing read, where it cannot (or
+     * {@code local} is on the heap): use {@link #read} then. The copy
      * takes the thread for as long as it runs (about 100 us per MiB on the hosts measured), as a write of the same bytes
      * to a file would. Default: false.
      *

@@ -293,7 +293,8 @@ abstract class UcxConnectionBase implements Connection {
     @Override
     public boolean readNow(RemoteMemory remote, long remoteOffset, MemorySegment local, long localOffset,
                            long length) {
-        if (!(remote instanceof UcxRemoteMemory r) || !crossMemoryReads || refutedPid != null) {
+        if (!(remote instanceof UcxRemoteMemory r) || !local.isNative() || !crossMemoryReads || refutedPid != null) {
+            // (a heap segment has no address the kernel could copy into)
             return false;
         }
         if (length < 0 || remoteOffset < 0 || remoteOffset > r.length() - length) {

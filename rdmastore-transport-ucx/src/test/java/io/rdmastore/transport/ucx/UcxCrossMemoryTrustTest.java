@@ -10,6 +10,7 @@ import io.rdmastore.transport.Listener;
 import io.rdmastore.transport.MessageHandler;
 import io.rdmastore.transport.Network;
 import io.rdmastore.transport.RegisteredMemory;
+import io.rdmastore.transport.RemoteMemory;
 import io.rdmastore.transport.tcp.TcpTransport;
 
 import java.io.IOException;
@@ -95,9 +96,16 @@ class UcxCrossMemoryTrustTest {
                         String answer;
                         MemorySegment local = arena.allocate(64);
                         try {
-                            answer = connection.readNow(connection.remoteMemory(d), offset, local, 0, 64)
-                                ? "OK " + new String(local.toArray(ValueLayout.JAVA_BYTE), StandardCharsets.ISO_8859_1)
-                                : "ERR readNow declined";
+                            RemoteMemory remote = connection.remoteMemory(d);
+                            if (connection.readNow(remote, offset, MemorySegment.ofArray(new byte[64]), 0, 64)) {
+                                // a heap segment has no address for the kernel: it must be declined
+                                answer = "ERR a heap destination was taken";
+                            } else if (connection.readNow(remote, offset, local, 0, 64)) {
+                                answer = "OK " + new String(local.toArray(ValueLayout.JAVA_BYTE),
+                                    StandardCharsets.ISO_8859_1);
+                            } else {
+                                answer = "ERR readNow declined";
+                            }
                         } catch (RuntimeException e) {
                             answer = "ERR " + e;
                         }
