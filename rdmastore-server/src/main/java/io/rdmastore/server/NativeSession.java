@@ -993,10 +993,11 @@ final class NativeSession implements MessageHandler {
     }
 
     /**
-     * SET_LARGE: reads the client's value one-sided into this connection's registered buffer, then stores it as SET
-     * does; the reply keeps its place in the reply order. A client on this host is read at once on this thread
-     * ({@code Connection.readNow}); otherwise the read completes on the transport's thread (it drives the worker). So
-     * the store write runs where SET's does. Not taken in a replica set (a WAIT after it must cover
+     * SET_LARGE: reads the client's value one-sided, then stores it as SET does; the reply keeps its place in the reply
+     * order. A client on this host is read at once on this thread ({@code Connection.readNow}) into the block of the
+     * store's memory that becomes the value ({@code Store.allocateValue}, {@code setAdopting}); otherwise into this
+     * connection's registered buffer, the read completing on the transport's thread (it drives the worker), and the
+     * value copied from there. So the store write runs where SET's does. Not taken in a replica set (a WAIT after it must cover
      * it, and the fencing of writes runs per request) or with the rendezvous threshold at 0: the client sends SET.
      */
     private void setLarge(long id, WireReader r) {
@@ -1032,20 +1033,45 @@ final class NativeSession implements MessageHandler {
             error(id, "ERR SET_LARGE descriptor not usable on this connection: " + e.getMessage());
             return;
         }
-        PutBuffer buf = takePutBuffer(length);
+        // A client on this host is read at once, here, with one kernel copy, straight into the block of the store's
+        // memory that becomes the value (as SET's bytes are copied and written here). Otherwise the value is read
+        // one-sided into this connection's registered buffer, completing on the transport's thread, and stored from
+        // there: the store's blocks are not registered with the transport.
+        MemorySegment block;
+        try {
+            block = length == 0 ? null : store.allocateValue(length);
+        } catch (StoreException e) {
+            error(id, storeError(e));
+            return;
+        }
         Object placeholder = deferReply();
+        MemorySegment direct = null;
+        PutBuffer buf = null;
         java.util.concurrent.CompletableFuture<Void> read;
         try {
-            // a client on this host is read at once, here, with one kernel copy (as SET's bytes are copied and
-            // written here); else one-sided through the transport, completing on its thread
-            read = length == 0 || connection.readNow(remote, 0, buf.segment(), 0, length)
-                ? java.util.concurrent.CompletableFuture.completedFuture(null)
-                : connection.read(remote, 0, buf.registration(), 0, length);
+            if (block != null && connection.readNow(remote, 0, block, 0, length)) {
+                direct = block;
+                read = java.util.concurrent.CompletableFuture.completedFuture(null);
+            } else {
+                if (block != null) {
+                    store.freeValue(block);
+                    block = null;
+                }
+                buf = takePutBuffer(length);
+                read = length == 0 || connection.readNow(remote, 0, buf.segment(), 0, length)
+                    ? java.util.concurrent.CompletableFuture.completedFuture(null)
+                    : connection.read(remote, 0, buf.registration(), 0, length);
+            }
         } catch (RuntimeException e) {
+            if (block != null && direct == null) {
+                store.freeValue(block);
+            }
             // the deferred reply must still come, or every later reply of this connection would wait for it
             read = java.util.concurrent.CompletableFuture.failedFuture(e);
         }
         long issued = timing != null ? System.nanoTime() : 0;
+        MemorySegment pulled = direct;
+        PutBuffer into = buf;
         read.whenComplete((ok, err) -> {
             WireWriter out = new WireWriter(128);
             boolean kept = false;
@@ -1057,15 +1083,22 @@ final class NativeSession implements MessageHandler {
                         + "value: " + cause.getMessage());
                 } else {
                     kept = true;
-                    server.values().pulled(length);
+                    server.values().pulled(length, pulled != null);
                     out.header(ProtocolDescriptor.STATUS_OK, id);
-                    try {
-                        // the log record is built straight from the pulled bytes; the buffer is reused after
-                        if (!store.set(key, buf.segment().asSlice(0, length), options).written()) {
-                            out.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
+                    SetResult result;
+                    if (pulled != null) {
+                        // the entry takes the block the value was read into
+                        result = store.setAdopting(key, pulled, options);
+                    } else {
+                        try {
+                            // the log record is built straight from the pulled bytes; the buffer is reused after
+                            result = store.set(key, into.segment().asSlice(0, length), options);
+                        } finally {
+                            putBackPutBuffer(into);
                         }
-                    } finally {
-                        putBackPutBuffer(buf);
+                    }
+                    if (!result.written()) {
+                        out.u8At(ProtocolDescriptor.TYPE_OFFSET, ProtocolDescriptor.STATUS_NULL);
                     }
                 }
             } catch (StoreException e) {
@@ -1074,9 +1107,12 @@ final class NativeSession implements MessageHandler {
                 LOG.warn("SET_LARGE from {} failed", connection.remoteAddress(), e);
                 out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR internal error in SET_LARGE: " + e);
             } finally {
-                if (!kept) {
+                if (!kept && pulled != null) {
+                    store.freeValue(pulled);
+                }
+                if (!kept && into != null) {
                     // a failed read may have left the buffer half written; it is not kept
-                    buf.close();
+                    into.close();
                 }
             }
             long stored = timing != null ? System.nanoTime() : 0;

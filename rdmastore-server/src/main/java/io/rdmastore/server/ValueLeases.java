@@ -49,6 +49,7 @@ final class ValueLeases implements AutoCloseable {
     private final AtomicLong lent = new AtomicLong();
     private final AtomicLong pulled = new AtomicLong();
     private final AtomicLong pulledBytes = new AtomicLong();
+    private final AtomicLong pulledInPlace = new AtomicLong();
     private final ScheduledFuture<?> sweeper;
 
     /** One lent value: its pin and its registration. */
@@ -190,10 +191,21 @@ final class ValueLeases implements AutoCloseable {
         }
     }
 
-    /** Counts a SET_LARGE value read one-sided from a client ({@code length} bytes). Any thread. */
-    void pulled(long length) {
+    /**
+     * Counts a SET_LARGE value read one-sided from a client ({@code length} bytes); {@code inPlace}: read straight into
+     * the store's block that became the value. Any thread.
+     */
+    void pulled(long length, boolean inPlace) {
         pulled.incrementAndGet();
         pulledBytes.addAndGet(length);
+        if (inPlace) {
+            pulledInPlace.incrementAndGet();
+        }
+    }
+
+    /** Of {@link #pulled()}, the values read straight into the store's memory (no copy after the read). */
+    public long pulledInPlace() {
+        return pulledInPlace.get();
     }
 
     /** SET_LARGE values read from clients since start. */

@@ -1322,6 +1322,51 @@ public final class Store implements AutoCloseable {
     }
 
     /**
+     * A block of the store's memory for a value of {@code length} bytes that the caller fills and then hands to
+     * {@link #setAdopting} (or back to {@link #freeValue}): a transport reads a client's value straight into the memory
+     * that becomes the entry's, with no copy after. Null when a value of that length is not kept in such a block
+     * (below {@link #EXTERNAL_VALUE_BYTES}, or from the blob threshold on): the caller sends it by {@link #set} then.
+     */
+    public MemorySegment allocateValue(long length) {
+        checkOpen();
+        checkValue(length);
+        if (length < EXTERNAL_VALUE_BYTES || blobs.blobSized(length)) {
+            return null;
+        }
+        return keyspace.memory.allocate(length);
+    }
+
+    /** Gives back a block from {@link #allocateValue} that is not handed to {@link #setAdopting}. */
+    public void freeValue(MemorySegment block) {
+        keyspace.memory.free(block);
+    }
+
+    /**
+     * SET of the value in {@code block}, from {@link #allocateValue} and filled by the caller: the entry takes the block
+     * itself, and the log writes the value from it. The store owns the block from this call on, whether the value is
+     * written, not written (NX, XX) or refused; the caller must not touch it afterwards.
+     */
+    public SetResult setAdopting(byte[] key, MemorySegment block, SetOptions options) {
+        boolean[] taken = {false};
+        try {
+            options.validate();
+            return set(key, options, (f, k, expireAt) -> {
+                if (ATOMIC.get() != null) {
+                    // a scope's frame gathers several writes: the value is copied into it, as putStringValue does
+                    putStringHead(f, k, expireAt).putBytes(block, block.byteSize());
+                    return;
+                }
+                putExternalValue(f, k, expireAt, block);
+                taken[0] = true;
+            });
+        } finally {
+            if (!taken[0]) {
+                keyspace.memory.free(block);
+            }
+        }
+    }
+
+    /**
      * Values from this size on are copied once, into the block that becomes the entry's memory, and logged from that
      * block ({@link FrameBuilder#putExternal}); smaller ones are copied into the log frame, and from it into memory.
      */
@@ -1341,12 +1386,17 @@ public final class Store implements AutoCloseable {
         MemorySegment block = keyspace.memory.allocate(length);
         try {
             MemorySegment.copy(value, 0, block, 0, length);
-            keyspace.memory.pinForLog(block);
+            putExternalValue(f, k, expireAt, block);
         } catch (RuntimeException e) {
             keyspace.memory.free(block);
             throw e;
         }
+    }
+
+    /** The op that sets a string held in {@code block}, which the frame takes (pinned until the log wrote it). */
+    private void putExternalValue(FrameBuilder f, Key k, long expireAt, MemorySegment block) {
         putStringHead(f, k, expireAt).putExternal(block);
+        keyspace.memory.pinForLog(block);
     }
 
     /** Writes the op that sets key {@code k}'s string, expiring at {@code expireAt} (-1: never). */

@@ -228,4 +228,52 @@ class WritePathTest {
             }
         }
     }
+
+    @Test
+    @Timeout(60)
+    void aValueFilledInTheStoresBlockIsAdoptedWrittenOrNotAndSurvivesReopen() {
+        int size = 3 * (int) Store.EXTERNAL_VALUE_BYTES + 11;
+        byte[] v = new byte[size];
+        for (int i = 0; i < size; i++) {
+            v[i] = (byte) (i * 7 + 3);
+        }
+        try (Store st = Store.open(TestSupport.config(dir).fsync(FsyncPolicy.EVERYSEC))) {
+            long baseline = st.stats().usedOffHeapBytes();
+            assertEquals(null, st.allocateValue(Store.EXTERNAL_VALUE_BYTES - 1), "a small value goes by set");
+            assertThrows(LimitExceededException.class, () -> st.allocateValue(Long.MAX_VALUE / 2));
+
+            java.lang.foreign.MemorySegment block = st.allocateValue(size);
+            assertEquals(size, block.byteSize());
+            assertEquals(baseline + size, st.stats().usedOffHeapBytes());
+            java.lang.foreign.MemorySegment.copy(v, 0, block, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, size);
+            assertTrue(st.setAdopting(b("k"), block, new SetOptions()).written());
+            assertArrayEquals(v, st.get(b("k")));
+
+            // NX on a present key: not written, and the block is freed by the store
+            java.lang.foreign.MemorySegment other = st.allocateValue(size);
+            other.fill((byte) 1);
+            assertTrue(!st.setAdopting(b("k"), other, new SetOptions().ifAbsent(true)).written());
+            // refused options: the block is freed too
+            java.lang.foreign.MemorySegment refused = st.allocateValue(size);
+            assertThrows(BadRequestException.class,
+                () -> st.setAdopting(b("k"), refused, new SetOptions().ifAbsent(true).ifPresent(true)));
+            // one given back unused
+            st.freeValue(st.allocateValue(size));
+            st.flush();
+            assertEquals(baseline + size, st.stats().usedOffHeapBytes(), "only the adopted value's block stays");
+            assertArrayEquals(v, st.get(b("k")), "NX left the value as it was");
+
+            // inside an exclusive scope the value is copied into the scope's frame and the block freed
+            java.lang.foreign.MemorySegment scoped = st.allocateValue(size);
+            scoped.fill((byte) 9);
+            st.exclusive(() -> st.setAdopting(b("s"), scoped, new SetOptions()));
+            byte[] nines = new byte[size];
+            Arrays.fill(nines, (byte) 9);
+            assertArrayEquals(nines, st.get(b("s")));
+        }
+        assertTrue(LogChecker.check(dir).clean(), "every frame's length and CRC check");
+        try (Store st = TestSupport.open(dir)) {
+            assertArrayEquals(v, st.get(b("k")), "the adopted value was logged from its block");
+        }
+    }
 }
