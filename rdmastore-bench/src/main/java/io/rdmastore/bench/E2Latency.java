@@ -548,8 +548,8 @@ public final class E2Latency implements Experiment {
             + "docs/transport-ucx.md). floor rows (from " + Sizes.human(CopyFloor.FROM) + "): the host's floor for "
             + "moving the value between two processes with no protocol or store: get = one process_vm_readv of the "
             + "value from another process plus the copy into a new array; put = the same read plus one write(2) "
-            + "appended to a file forced to disk once a second, every byte reaching the disk as a log's must (what a "
-            + "log under everysec pays before it acknowledges, as Redis's AOF does). A 3x "
+            + "appended to a file whose blocks are reserved ahead, forced to disk once a second (what a log under "
+            + "everysec pays before it acknowledges, as Redis's AOF does). A 3x "
             + "line (Redis p50 / 3) below the floor cannot be met by any design that copies the value across once.");
         if (!redis) {
             sb.append(" redis-server is not installed here, so its rows are missing (apt-get install redis-server).");

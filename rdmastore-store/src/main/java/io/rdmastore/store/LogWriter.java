@@ -3,7 +3,9 @@ package io.rdmastore.store;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -17,6 +19,8 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
+import io.rdmastore.store.blob.Preallocation;
 
 /**
  * Appends frames to the current log segment and forces them to disk. Thread-safe.
@@ -63,6 +67,12 @@ final class LogWriter implements AutoCloseable {
     /** How long the write-behind thread lets a batch gather before writing it. */
     static final long WRITE_BEHIND_MICROS = 1000;
     private static final Logger LOG = LoggerFactory.getLogger(LogWriter.class);
+    /**
+     * The next segment, made ahead of the rotation that takes it ({@link #prepareSpare}): the magic, and its blocks
+     * reserved. Not a segment's name, so recovery and the log checker pass it by.
+     */
+    static final String SPARE_NAME = "segment-next.spare";
+    private static final String SPARE_TEMP_NAME = SPARE_NAME + ".tmp";
     /** Empty write-behind rounds (about 100 ms) before the thread parks until an append wakes it. */
     private static final int POLL_ROUNDS_BEFORE_IDLE = 100;
     private static final long IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
@@ -125,6 +135,10 @@ final class LogWriter implements AutoCloseable {
     private long lastTerm;
     /** Run under syncLock before each fsync of the log: makes durable what its records name (blob files). */
     private volatile Runnable beforeSync;
+    /** Bytes each segment's blocks are reserved for ahead of its appends ({@link #preallocate}); 0: none. */
+    private volatile long preallocateBytes;
+    /** Serialises {@link #prepareSpare} calls. */
+    private final Object spareLock = new Object();
 
     /** Opens segment {@code id} for append at {@code validEnd} (cutting anything after it), or creates it. */
     LogWriter(Path dir, long id, long validEnd, Oplog oplog) throws IOException {
@@ -596,15 +610,21 @@ final class LogWriter implements AutoCloseable {
                 FileChannel old = channel;
                 segmentId++;
                 Path file = dir.resolve(LogDescriptor.segmentName(segmentId));
-                FileChannel next = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                // the spare, when one is ready, becomes the segment: a rename, its blocks already reserved
+                boolean spare = takeSpare(file);
+                FileChannel next = FileChannel.open(file,
+                        spare ? StandardOpenOption.CREATE : StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                         StandardOpenOption.WRITE);
                 try {
+                    if (next.size() > LogDescriptor.MAGIC_LENGTH) {
+                        next.truncate(LogDescriptor.MAGIC_LENGTH);
+                    }
                     writeFully(next, ByteBuffer.wrap(LogDescriptor.SEGMENT_MAGIC), 0);
                     next.position(LogDescriptor.MAGIC_LENGTH);
                 } catch (IOException e) {
                     segmentId--;
                     next.close();
-                    java.nio.file.Files.deleteIfExists(file);
+                    Files.deleteIfExists(file);
                     throw e;
                 }
                 retiring.add(old);
@@ -625,6 +645,100 @@ final class LogWriter implements AutoCloseable {
         synchronized (syncLock) {
             runBeforeSyncLocked();
             finishRotationLocked();
+        }
+        prepareSpare();
+    }
+
+    /**
+     * Reserves the disk blocks of each segment, {@code bytes} of them, ahead of its appends: the current one now, the
+     * next one as a spare made ahead of its rotation ({@link #prepareSpare}). An append into reserved blocks skips
+     * the file system's block allocation: a 64 KiB {@code write} took 10.1 us against 14.3, a 1 MiB one 102 us
+     * against 163 (docs/decisions.md, "Log segments' blocks reserved ahead"). The file's size and bytes stay what was
+     * written, so recovery reads it as before. Best effort: where the file system cannot reserve, appends allocate as
+     * they go; only on ext4 and xfs (tmpfs would hold the reserved blocks in memory). Off with
+     * {@code -Drdmastore.log.preallocate=false}. Called once, after open, before writes begin.
+     */
+    void preallocate(long bytes) {
+        try {
+            // half made by a process that stopped meanwhile
+            Files.deleteIfExists(dir.resolve(SPARE_TEMP_NAME));
+        } catch (IOException e) {
+            LOG.warn("cannot delete {}: {}", dir.resolve(SPARE_TEMP_NAME), e.toString());
+        }
+        if (bytes <= 0 || !Boolean.parseBoolean(System.getProperty("rdmastore.log.preallocate", "true"))) {
+            return;
+        }
+        String type;
+        try {
+            type = Files.getFileStore(dir).type();
+        } catch (IOException e) {
+            type = "unknown";
+        }
+        if (!type.equals("ext4") && !type.equals("xfs")) {
+            // tmpfs would hold the reserved blocks in memory; others have not been measured
+            LOG.debug("log segments' blocks not reserved ahead on a {} file system", type);
+            return;
+        }
+        Path current;
+        synchronized (writeLock) {
+            current = dir.resolve(LogDescriptor.segmentName(segmentId));
+        }
+        if (Preallocation.reserveKeepingSize(current, bytes) != 0) {
+            LOG.info("log segments' blocks not reserved ahead: the file system of {} cannot", dir);
+            return;
+        }
+        preallocateBytes = bytes;
+        prepareSpare();
+    }
+
+    /**
+     * Makes the spare segment unless one is ready: the magic written, {@link #preallocateBytes} reserved, forced, then
+     * renamed to {@value #SPARE_NAME}. Runs where no lock of the log is held (after a rotation, on the thread that
+     * finishes it). Best effort: a failure leaves no spare and the next rotation creates its segment.
+     */
+    void prepareSpare() {
+        long bytes = preallocateBytes;
+        if (bytes <= 0 || closed) {
+            return;
+        }
+        synchronized (spareLock) {
+            Path spare = dir.resolve(SPARE_NAME);
+            Path temp = dir.resolve(SPARE_TEMP_NAME);
+            if (Files.exists(spare)) {
+                return;
+            }
+            try {
+                Files.deleteIfExists(temp);
+                try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE_NEW,
+                        StandardOpenOption.WRITE)) {
+                    writeFully(ch, ByteBuffer.wrap(LogDescriptor.SEGMENT_MAGIC), 0);
+                    if (Preallocation.reserveKeepingSize(temp, bytes) != 0) {
+                        throw new IOException("could not reserve " + bytes + " bytes");
+                    }
+                    ch.force(true);
+                }
+                Files.move(temp, spare, StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("no spare log segment made ahead ({}): the next rotation creates its segment", e.toString());
+                try {
+                    Files.deleteIfExists(temp);
+                } catch (IOException ignored) {
+                    // left for the next attempt, which deletes it first
+                }
+            }
+        }
+    }
+
+    /** Renames a ready spare to {@code file}; false when there is none (or it cannot be taken). Under writeLock. */
+    private boolean takeSpare(Path file) {
+        if (preallocateBytes <= 0) {
+            return false;
+        }
+        try {
+            Files.move(dir.resolve(SPARE_NAME), file, StandardCopyOption.ATOMIC_MOVE);
+            return true;
+        } catch (IOException e) {
+            return false;
         }
     }
 

@@ -299,6 +299,10 @@ public final class Store implements AutoCloseable {
             validEnd = o.validEnd();
         }
         log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd, oplog);
+        // each segment's blocks reserved ahead of its appends, as much as a segment takes before a snapshot rotates
+        // it (64 MiB when snapshots are off; at most 1 GiB)
+        long segmentBytes = config.snapshotLogBytes() > 0 ? config.snapshotLogBytes() : 64L << 20;
+        log.preallocate(Math.min(segmentBytes + (1L << 20), 1L << 30));
         // blob files written without fsync are forced before any log fsync that could make their records durable
         log.beforeSync(() -> blobs.syncUnsynced(true));
         if (!replay.isEmpty()) {
