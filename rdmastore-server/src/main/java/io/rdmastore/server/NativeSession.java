@@ -997,8 +997,9 @@ final class NativeSession implements MessageHandler {
      * order. A client on this host is read at once on this thread ({@code Connection.readNow}) into the block of the
      * store's memory that becomes the value ({@code Store.allocateValue}, {@code setAdopting}); otherwise into this
      * connection's registered buffer, the read completing on the transport's thread (it drives the worker), and the
-     * value copied from there. So the store write runs where SET's does. Not taken in a replica set (a WAIT after it must cover
-     * it, and the fencing of writes runs per request) or with the rendezvous threshold at 0: the client sends SET.
+     * value copied from there. So the store write runs where SET's does. Not taken in a replica set (a WAIT after it
+     * must cover it, and the fencing of writes runs per request) or with the rendezvous threshold at 0: the client
+     * sends SET.
      */
     private void setLarge(long id, WireReader r) {
         int flags = flags(r, ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX);

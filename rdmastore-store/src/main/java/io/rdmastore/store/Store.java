@@ -1346,9 +1346,9 @@ public final class Store implements AutoCloseable {
     }
 
     /**
-     * SET of the value in {@code block}, from {@link #allocateValue} and filled by the caller: the entry takes the block
-     * itself, and the log writes the value from it. The store owns the block from this call on, whether the value is
-     * written, not written (NX, XX) or refused; the caller must not touch it afterwards.
+     * SET of the value in {@code block}, from {@link #allocateValue} and filled by the caller: the entry takes the
+     * block itself, and the log writes the value from it. The store owns the block from this call on, whether the
+     * value is written, not written (NX, XX) or refused; the caller must not touch it afterwards.
      */
     public SetResult setAdopting(byte[] key, MemorySegment block, SetOptions options) {
         boolean[] taken = {false};
