@@ -157,13 +157,18 @@ public final class E2Latency implements Experiment {
                         mechanisms.put(mode.label(), g.mechanism());
                         h = RawPutPingPong.latency(raw.port, FLOOR_SIZE, plan.warmNanos(), plan.measureNanos());
                     }
-                    out.add(new Result("limit", pairing.label(), mode.label(), "get", FLOOR_SIZE, h.getTotalCount(),
-                        us(h.getValueAtPercentile(50)), us(h.getValueAtPercentile(99)),
-                        us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0, Double.NaN, Double.NaN, Double.NaN,
-                        Double.NaN, Double.NaN));
+                    out.add(floorRow("limit", pairing, mode, "get", FLOOR_SIZE, h));
                 }
             }
         }
+    }
+
+    /** A floor's row: latencies from its histogram (nanoseconds), no server phases, CPU or copies. */
+    private static Result floorRow(String system, BenchOptions.Persistence pairing, CpuState.Mode mode, String op,
+                                   int size, Histogram h) {
+        return new Result(system, pairing.label(), mode.label(), op, size, h.getTotalCount(),
+            us(h.getValueAtPercentile(50)), us(h.getValueAtPercentile(99)), us(h.getValueAtPercentile(99.9)),
+            h.getMean() / 1000.0, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
     }
 
     /**
@@ -190,10 +195,7 @@ public final class E2Latency implements Experiment {
                                 mechanisms.put(mode.label(), g.mechanism());
                                 h = CopyFloor.measure(peer, op, size, plan.warmNanos(), plan.measureNanos());
                             }
-                            out.add(new Result("floor", pairing.label(), mode.label(), op, size, h.getTotalCount(),
-                                us(h.getValueAtPercentile(50)), us(h.getValueAtPercentile(99)),
-                                us(h.getValueAtPercentile(99.9)), h.getMean() / 1000.0, Double.NaN, Double.NaN,
-                                Double.NaN, Double.NaN, Double.NaN));
+                            out.add(floorRow("floor", pairing, mode, op, size, h));
                         }
                     }
                 }

@@ -659,12 +659,7 @@ final class LogWriter implements AutoCloseable {
      * {@code -Drdmastore.log.preallocate=false}. Called once, after open, before writes begin.
      */
     void preallocate(long bytes) {
-        try {
-            // half made by a process that stopped meanwhile
-            Files.deleteIfExists(dir.resolve(SPARE_TEMP_NAME));
-        } catch (IOException e) {
-            LOG.warn("cannot delete {}: {}", dir.resolve(SPARE_TEMP_NAME), e.toString());
-        }
+        // a spare half made by a process that stopped meanwhile (*.tmp) was deleted by the store's open
         if (bytes <= 0 || !Boolean.parseBoolean(System.getProperty("rdmastore.log.preallocate", "true"))) {
             return;
         }

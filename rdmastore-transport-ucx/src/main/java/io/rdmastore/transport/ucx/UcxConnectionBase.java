@@ -297,13 +297,9 @@ abstract class UcxConnectionBase implements Connection {
             // (a heap segment has no address the kernel could copy into)
             return false;
         }
-        if (length < 0 || remoteOffset < 0 || remoteOffset > r.length() - length) {
-            throw new TransportException("one-sided read refused: remote range [" + remoteOffset + ", +" + length
-                + ") is outside the peer's region of " + r.length() + " bytes");
-        }
-        if (localOffset < 0 || localOffset > local.byteSize() - length) {
-            throw new TransportException("one-sided read refused: local range [" + localOffset + ", +" + length
-                + ") is outside the destination of " + local.byteSize() + " bytes");
+        String bad = MemoryRanges.check(r, remoteOffset, local, localOffset, length);
+        if (bad != null) {
+            throw new TransportException("one-sided read refused: " + bad);
         }
         if (!isOpen() || !ready) {
             throw new TransportException("connection closed: " + describe());
