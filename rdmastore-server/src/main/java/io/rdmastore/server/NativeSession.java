@@ -47,8 +47,8 @@ import org.slf4j.LoggerFactory;
  * placeholder in the same queue until the store's background snapshot completes.
  *
  * <p>Memory: the request segment is only read during {@code onMessage}; values that outlive it (keys and values for
- * the store) are copied into arrays, as the store's API takes them. A GET copies the value from the store's off-heap
- * view straight into the reused reply buffer.
+ * the store) are copied into arrays, as the store's API takes them. A GET hands the transport the reply's header and
+ * the store's off-heap view of the value, which it gathers into what it sends ({@link #appendValue}).
  */
 final class NativeSession implements MessageHandler {
     private static final Logger LOG = LoggerFactory.getLogger(NativeSession.class);
@@ -75,7 +75,7 @@ final class NativeSession implements MessageHandler {
         if (segment == null) {
             return Boolean.FALSE;
         }
-        writer.raw(segment);
+        appendValue(segment);
         return Boolean.TRUE;
     };
 
@@ -546,9 +546,26 @@ final class NativeSession implements MessageHandler {
             return Boolean.FALSE;
         }
         writer.u8(ProtocolDescriptor.VALUE_INLINE);
-        writer.raw(segment);
+        appendValue(segment);
         return Boolean.TRUE;
     };
+
+    /**
+     * Ends the reply with a stored value, inside the store's read: when no reply waits before this one, the transport
+     * gathers the header and the value straight from the store's memory into what it sends, and the writer is left
+     * empty so that nothing more is sent; otherwise (or when the transport refuses it) the value is copied behind the
+     * header and sent as usual. One copy of the value fewer per GET (docs/decisions.md, "GET's value gathered").
+     */
+    private void appendValue(MemorySegment value) {
+        if (queued == 0 && writer.position() + value.byteSize() <= connection.maxMessageLength()) {
+            int status = connection.offer(writer.message(), value);
+            if (status >= 0 || status == TransportStatus.CLOSED) {
+                writer.reset();
+                return;
+            }
+        }
+        writer.raw(value);
+    }
 
     private boolean lendsValueOf(long length) {
         return server.values().lends(this, length);

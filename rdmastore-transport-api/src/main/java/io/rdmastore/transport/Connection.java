@@ -59,6 +59,27 @@ public interface Connection extends AutoCloseable {
     int offer(MemorySegment message);
 
     /**
+     * Offers one message made of {@code head} followed by {@code body}, gathered by the transport straight from both
+     * (a reply's header and a stored value, without first copying the value behind the header). Copies both before
+     * returning; statuses as {@link #offer(MemorySegment)}. Default: joins the two into one array and offers that.
+     */
+    default int offer(MemorySegment head, MemorySegment body) {
+        return offer(joined(head, body));
+    }
+
+    /** {@code head} followed by {@code body}, copied into one new heap segment. */
+    private static MemorySegment joined(MemorySegment head, MemorySegment body) {
+        long length = head.byteSize() + body.byteSize();
+        if (length > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("message of " + length + " bytes");
+        }
+        MemorySegment whole = MemorySegment.ofArray(new byte[(int) length]);
+        MemorySegment.copy(head, 0, whole, 0, head.byteSize());
+        MemorySegment.copy(body, 0, whole, head.byteSize(), body.byteSize());
+        return whole;
+    }
+
+    /**
      * Sends one message, waiting while back-pressured. Must not be called from the transport's own thread when the
      * transport needs that thread to make progress; use {@link #offer(MemorySegment)} there.
      *

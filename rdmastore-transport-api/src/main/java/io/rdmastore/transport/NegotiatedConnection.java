@@ -59,6 +59,11 @@ final class NegotiatedConnection implements Connection {
     }
 
     @Override
+    public int offer(MemorySegment head, MemorySegment body) {
+        return carrier.offer(head, body);
+    }
+
+    @Override
     public boolean awaitReading(Future<?> done, long deadlineNanos) {
         return carrier.awaitReading(done, deadlineNanos);
     }

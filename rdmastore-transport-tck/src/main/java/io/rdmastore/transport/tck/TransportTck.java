@@ -164,6 +164,63 @@ public abstract class TransportTck {
         LOG.info("{} messages ({} bytes) echoed intact and in order over {}", n, bytes, c.describe());
     }
 
+    /**
+     * A message offered in two parts arrives as one, head then body: from a caller's thread, and echoed from the
+     * server's transport thread with the body in native memory that is freed as soon as the offer returns (the offer
+     * must have copied it). Sizes run from empty parts to several frames.
+     */
+    @Test
+    @Timeout(120)
+    void twoPartMessagesArriveJoined() throws Exception {
+        List<String> serverErrors = new CopyOnWriteArrayList<>();
+        AtomicInteger echoed = new AtomicInteger();
+        InetSocketAddress addr = listen(serverNetwork(), (connection, message) -> {
+            String bad = verify(message);
+            if (bad != null) {
+                serverErrors.add(bad);
+            }
+            long size = message.byteSize();
+            long split = size / 3;
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment body = arena.allocate(Math.max(1, size - split)).asSlice(0, size - split);
+                MemorySegment.copy(message, split, body, 0, size - split);
+                MemorySegment head = MemorySegment.ofArray(message.asSlice(0, split).toArray(ValueLayout.JAVA_BYTE));
+                int status = connection.offer(head, body);
+                if (status != TransportStatus.OK) {
+                    serverErrors.add("echo of " + size + " bytes refused: " + TransportStatus.describe(status));
+                }
+            }
+            echoed.incrementAndGet();
+        });
+        Receiver rx = new Receiver();
+        Connection c = connect(clientNetwork(), addr, rx);
+        int max = Math.min(maxMessageSize(), c.maxMessageLength());
+        int[] sizes = {0, 1, CHECKED_HEADER, 100, 4096, 16 * 1024 + 7, 64 * 1024, 256 * 1024 - 1, 256 * 1024 + 13,
+            1 << 20, max};
+        Random rnd = new Random(7);
+        for (int i = 0; i < sizes.length; i++) {
+            int size = Math.min(sizes[i], max);
+            MemorySegment m = checkedMessage(rnd, size, 0, i);
+            rx.expect(m);
+            int split = size - size / 5;
+            MemorySegment head = m.asSlice(0, split);
+            MemorySegment body = m.asSlice(split);
+            long deadline = System.nanoTime() + SEND_TIMEOUT.toNanos();
+            int status;
+            while ((status = c.offer(head, body)) == TransportStatus.BACK_PRESSURED
+                && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            assertEquals(TransportStatus.OK, status, "two-part offer of " + size + " bytes");
+            // one at a time: the echo offers from the transport thread, and must find room
+            rx.awaitCount(i + 1, Duration.ofSeconds(30));
+        }
+        assertNoErrors(serverErrors, "server");
+        assertNoErrors(rx.errors, "client");
+        assertEquals(sizes.length, echoed.get(), "messages the server saw");
+        assertEquals(sizes.length, rx.count.get(), "two-part echoes received joined and intact");
+    }
+
     @Test
     @Timeout(90)
     void slowReaderBackPressuresWithoutLoss() throws Exception {

@@ -176,7 +176,17 @@ final class TcpConnection implements Connection {
 
     @Override
     public int offer(MemorySegment message) {
-        long size = message.byteSize();
+        return offerParts(message, null);
+    }
+
+    /** Both parts are copied straight into the frame's one direct buffer. */
+    @Override
+    public int offer(MemorySegment head, MemorySegment body) {
+        return offerParts(head, body);
+    }
+
+    private int offerParts(MemorySegment message, MemorySegment body) {
+        long size = message.byteSize() + (body == null ? 0 : body.byteSize());
         if (closed || !channel.isActive()) {
             return TransportStatus.CLOSED;
         }
@@ -190,7 +200,10 @@ final class TcpConnection implements Connection {
         ByteBuf buf = channel.alloc().directBuffer(HEADER_LENGTH + n);
         buf.writeInt(n).writeByte(FrameDescriptor.MESSAGE);
         try {
-            copyIn(buf, message, 0, n);
+            copyIn(buf, message, 0, (int) message.byteSize());
+            if (body != null) {
+                copyIn(buf, body, 0, (int) body.byteSize());
+            }
         } catch (RuntimeException e) {
             // The caller's segment is not readable here (closed arena, other thread's confined arena).
             buf.release();

@@ -340,27 +340,51 @@ final class UcxConnection extends UcxConnectionBase {
     @Override
     int sendNow(MemorySegment message, long offset, int length) {
         if (length <= maxFrame) {
-            return writeFrame(message, offset, length, WHOLE);
+            return writeFrame(message, offset, length, null, 0, 0, WHOLE);
         }
+        return sendDirect(message.asSlice(offset, length), null);
+    }
+
+    @Override
+    boolean gathers() {
+        return true;
+    }
+
+    /** Gathered from both parts: each byte of the body is copied once, straight into its frame's place. */
+    @Override
+    int sendNow(MemorySegment head, MemorySegment body) {
+        long length = head.byteSize() + body.byteSize();
+        if (length <= maxFrame) {
+            return writeFrame(head, 0, (int) head.byteSize(), body, 0, (int) body.byteSize(), WHOLE);
+        }
+        return sendDirect(head, body);
+    }
+
+    private int sendDirect(MemorySegment head, MemorySegment body) {
         sendingDirect = true;
         try {
-            return sendFragments(message, offset, length);
+            return sendFragments(head, body);
         } finally {
             sendingDirect = false;
         }
     }
 
     /**
-     * Writes a message's fragments from the caller's memory while the peer's ring has room, driving the worker for
-     * credit while it has none. The offer must copy before it returns, so when credit stops coming the rest is spilled.
+     * Writes the fragments of the message {@code head} then {@code body} (null: none) from the caller's memory while
+     * the peer's ring has room, driving the worker for credit while it has none. The offer must copy before it
+     * returns, so when credit stops coming the rest is spilled.
      */
-    private int sendFragments(MemorySegment message, long offset, int length) {
+    private int sendFragments(MemorySegment head, MemorySegment body) {
+        long headLength = head.byteSize();
+        long length = headLength + (body == null ? 0 : body.byteSize());
         long sent = 0;
         long lastRoom = System.nanoTime();
         while (sent < length) {
             int chunk = (int) Math.min(length - sent, maxFrame);
             int flags = (sent == 0 ? FIRST : 0) | (sent + chunk == length ? LAST : 0);
-            int status = writeFrame(message, offset + sent, chunk, flags);
+            int fromHead = (int) Math.max(0, Math.min(headLength - sent, chunk));
+            int status = writeFrame(head, Math.min(sent, headLength), fromHead, body,
+                Math.max(0, sent - headLength), chunk - fromHead, flags);
             if (status == TransportStatus.OK) {
                 sent += chunk;
                 lastRoom = System.nanoTime();
@@ -371,7 +395,7 @@ final class UcxConnection extends UcxConnectionBase {
             }
             // A peer with frames waiting here may itself be waiting for this side's credit: waiting would deadlock.
             if (frameWaiting() || System.nanoTime() - lastRoom > fragmentWaitNanos) {
-                spill(message, offset + sent, length - sent, sent > 0);
+                spill(head, body, sent, length - sent, sent > 0);
                 return TransportStatus.OK;
             }
             try {
@@ -400,8 +424,11 @@ final class UcxConnection extends UcxConnectionBase {
         return ring.getIntVolatile(pos + frameLength(length) - FOOTER) == expectedSeq;
     }
 
-    /** Copies the unsent rest of a message once and makes it the message the driver sends next. */
-    private void spill(MemorySegment message, long from, long length, boolean begun) {
+    /**
+     * Copies the unsent rest of a message ({@code head} then {@code body}, from byte {@code from} on) once and makes it
+     * the message the driver sends next.
+     */
+    private void spill(MemorySegment head, MemorySegment body, long from, long length, boolean begun) {
         MemorySegment home;
         if (length <= pendingLimit()) {
             if (spill == null) {
@@ -411,7 +438,12 @@ final class UcxConnection extends UcxConnectionBase {
         } else {
             home = Arena.ofAuto().allocate(length, RingDescriptor.ALIGN);
         }
-        MemorySegment.copy(message, from, home, 0, length);
+        long headLength = head.byteSize();
+        long fromHead = Math.max(0, Math.min(headLength - from, length));
+        MemorySegment.copy(head, Math.min(from, headLength), home, 0, fromHead);
+        if (length > fromHead) {
+            MemorySegment.copy(body, Math.max(0, from - headLength), home, fromHead, length - fromHead);
+        }
         transport.copies.sent(length);
         pendingBytes.addAndGet(length);
         current = home;
@@ -461,6 +493,13 @@ final class UcxConnection extends UcxConnectionBase {
     }
 
     private int writeFrame(MemorySegment src, long srcOffset, int length, int flags) {
+        return writeFrame(src, srcOffset, length, null, 0, 0, flags);
+    }
+
+    /** Writes one frame whose payload is {@code aLength} bytes of {@code a}, then {@code bLength} bytes of {@code b}. */
+    private int writeFrame(MemorySegment a, long aOffset, int aLength, MemorySegment b, long bOffset, int bLength,
+                           int flags) {
+        int length = aLength + bLength;
         UcpEndpoint e = ep;
         if (e == null || !isOpen()) {
             return TransportStatus.CLOSED;
@@ -483,7 +522,10 @@ final class UcxConnection extends UcxConnectionBase {
             tail += toEnd;
             pos = 0;
         }
-        MemorySegment.copy(src, srcOffset, mirrorSegment, pos + HEADER, length);
+        MemorySegment.copy(a, aOffset, mirrorSegment, pos + HEADER, aLength);
+        if (bLength > 0) {
+            MemorySegment.copy(b, bOffset, mirrorSegment, pos + HEADER + aLength, bLength);
+        }
         compose(pos, length, flags);
         put(e, pos, frame);
         tail += frame;

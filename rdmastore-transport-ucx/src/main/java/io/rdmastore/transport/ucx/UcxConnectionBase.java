@@ -130,6 +130,42 @@ abstract class UcxConnectionBase implements Connection {
         return enqueue(message, (int) length);
     }
 
+    /**
+     * Gathers {@code head} and {@code body} straight into the frames where the wire can ({@link #gathers()}) and this
+     * thread can drive with nothing queued before it; otherwise (or when the peer's ring is full) joins them and offers
+     * the whole, as the SPI's default does.
+     */
+    @Override
+    public final int offer(MemorySegment head, MemorySegment body) {
+        long length = head.byteSize() + body.byteSize();
+        if (gathers() && !closed.get() && ready && length <= maxMessageLength() && transport.tryEnterDriver()) {
+            try {
+                if (!hasPending() || drainPending() == 0) {
+                    int status = sendNow(head, body);
+                    if (status != TransportStatus.BACK_PRESSURED) {
+                        return status;
+                    }
+                }
+            } finally {
+                transport.exitDriver();
+            }
+        }
+        return Connection.super.offer(head, body);
+    }
+
+    /** Whether {@link #sendNow(MemorySegment, MemorySegment)} gathers; without it a two-part offer is joined. */
+    boolean gathers() {
+        return false;
+    }
+
+    /**
+     * Driver, where {@link #gathers()}: sends {@code head} followed by {@code body} as one message now (the rest of a
+     * message larger than a frame kept by the connection if the peer's ring fills up), or reports back-pressure.
+     */
+    int sendNow(MemorySegment head, MemorySegment body) {
+        throw new UnsupportedOperationException("this wire does not gather");
+    }
+
     /** Driver: whether queued messages wait. */
     abstract boolean hasPending();
 

@@ -147,7 +147,9 @@ class UcxFragmentCopyTest {
                 long serverReceived = server.copies.receivedBytes();
                 int rounds = size == SMALL ? 48 : 12;
                 for (int i = 0; i < rounds; i++) {
-                    roundTrip(c, client, last, msg.asSlice(0, size), seq++, arena);
+                    // every other message in two parts, split at a point that moves across the fragments
+                    long split = i % 2 == 0 ? -1 : (long) i * 7919 % size;
+                    roundTrip(c, client, last, msg.asSlice(0, size), seq++, split, arena);
                     bytes += size;
                 }
                 assertEquals(clientSent, client.copies.sentBytes(), "client copied on send: " + c.describe());
@@ -180,7 +182,9 @@ class UcxFragmentCopyTest {
             MemorySegment msg = arena.allocate(LARGE);
             int rounds = 12;
             for (int seq = 0; seq < rounds; seq++) {
-                roundTrip(c, client, last, msg.asSlice(0, LARGE), seq, arena);
+                // every other message in two parts: the spilled rest may begin in either
+                long split = seq % 2 == 0 ? -1 : (long) seq * (LARGE / 11);
+                roundTrip(c, client, last, msg.asSlice(0, LARGE), seq, split, arena);
             }
             long copied = client.copies.sentBytes();
             // the peer's ring holds 1 MiB of the 3 MiB (a little more as the peer consumes while the first frames go
@@ -195,10 +199,17 @@ class UcxFragmentCopyTest {
 
     private static void roundTrip(Connection c, UcxTransport client, Last last, MemorySegment m, int seq,
                                   Arena arena) {
+        roundTrip(c, client, last, m, seq, -1, arena);
+    }
+
+    /** As above; with {@code split} at least 0 the message is offered in two parts, split there. */
+    private static void roundTrip(Connection c, UcxTransport client, Last last, MemorySegment m, int seq, long split,
+                                  Arena arena) {
         fill(m, 0, seq);
         long expect = last.count + 1;
         int status;
-        while ((status = c.offer(m)) == TransportStatus.BACK_PRESSURED) {
+        while ((status = split < 0 ? c.offer(m) : c.offer(m.asSlice(0, split), m.asSlice(split)))
+            == TransportStatus.BACK_PRESSURED) {
             client.doWork();
         }
         assertEquals(TransportStatus.OK, status, TransportStatus.describe(status));
