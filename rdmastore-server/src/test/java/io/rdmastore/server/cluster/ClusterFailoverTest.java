@@ -17,8 +17,6 @@ import redis.clients.jedis.Jedis;
 import redis.clients.jedis.JedisCluster;
 import redis.clients.jedis.exceptions.JedisException;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -55,23 +53,10 @@ class ClusterFailoverTest {
         singles.forEach(RdmaStoreServer::close);
     }
 
-    private static int[] freePorts(int n) throws IOException {
-        int[] out = new int[n];
-        int found = 0;
-        while (found < n) {
-            try (ServerSocket a = new ServerSocket(0)) {
-                int p = a.getLocalPort();
-                if (p + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET > 65535) {
-                    continue;
-                }
-                try (ServerSocket b = new ServerSocket(p + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET)) {
-                    out[found++] = p;
-                } catch (IOException busy) {
-                    // try another
-                }
-            }
-        }
-        return out;
+    /** Ports p with p + 10000 free as well (Ratis's default), below the ephemeral range (ReplicaSetProcesses). */
+    private static int[] freePorts(int n) {
+        return io.rdmastore.server.replication.ReplicaSetProcesses.freePorts(n, true).stream()
+            .mapToInt(Integer::intValue).toArray();
     }
 
     private int primary() {

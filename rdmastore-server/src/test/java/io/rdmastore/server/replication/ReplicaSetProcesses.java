@@ -491,7 +491,7 @@ public final class ReplicaSetProcesses implements AutoCloseable {
      * {@code n} distinct ports below the kernel's ephemeral range (so outgoing connections never take them between
      * now and a member's start) that are free on 127.0.0.1, and with {@code withRaft} so is each port + the offset.
      */
-    static List<Integer> freePorts(int n, boolean withRaft) {
+    public static List<Integer> freePorts(int n, boolean withRaft) {
         List<Integer> out = new ArrayList<>();
         ThreadLocalRandom random = ThreadLocalRandom.current();
         for (int attempt = 0; out.size() < n; attempt++) {

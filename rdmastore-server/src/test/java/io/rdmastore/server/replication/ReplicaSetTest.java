@@ -17,7 +17,6 @@ import io.rdmastore.store.FsyncPolicy;
 import io.rdmastore.store.blob.BlobConfig;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -56,24 +55,9 @@ class ReplicaSetTest {
         }
     }
 
-    /** Ports p with p + 10000 free as well (Ratis's default). */
-    static int[] freePorts(int n) throws IOException {
-        int[] out = new int[n];
-        int found = 0;
-        while (found < n) {
-            try (ServerSocket a = new ServerSocket(0)) {
-                int p = a.getLocalPort();
-                if (p + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET > 65535) {
-                    continue;
-                }
-                try (ServerSocket b = new ServerSocket(p + ReplicaSetConfig.DEFAULT_RAFT_PORT_OFFSET)) {
-                    out[found++] = p;
-                } catch (IOException busy) {
-                    // try another
-                }
-            }
-        }
-        return out;
+    /** Ports p with p + 10000 free as well (Ratis's default), below the ephemeral range (ReplicaSetProcesses). */
+    static int[] freePorts(int n) {
+        return ReplicaSetProcesses.freePorts(n, true).stream().mapToInt(Integer::intValue).toArray();
     }
 
     private void startAll(String transport) throws IOException {
