@@ -32,6 +32,8 @@ import static io.rdmastore.transport.ucx.RingDescriptor.frameLength;
  * <p>Memory of the slot: {@code [receive ring: C][send mirror: C][credit word: 8][credit stage: 8]}. The sender composes
  * each frame in its mirror at the offset it will have in the peer's ring and puts that range; the mirror bytes are not
  * touched again until the peer's credit says the frame was consumed, so a put never reads memory being rewritten.
+ * Where the peer's ring is mapped into this process (shared memory, CRC footer: {@link MappedRings}), the mirror is that
+ * mapping: frames are composed in the peer's ring itself and the put is only the doorbell.
  *
  * <p>A message larger than a frame offered by a thread that can drive goes out as fragments written from the caller's
  * memory straight into the mirror; while the peer's ring is full the offer keeps driving the worker for credit, and only
@@ -57,6 +59,12 @@ final class UcxConnection extends UcxConnectionBase {
     private ByteBuffer mirrorBytes;
     private MemorySegment mirrorSegment;
     private long mirrorAddress;
+    /**
+     * Whether the mirror is the peer's ring, mapped into this process ({@link MappedRings}): frames are composed in
+     * place and need no put. Frames are only ever written while the connection is open, on the driver, and the
+     * mapping goes with the remote key, which is closed on the driver too ({@link #releaseRemote}).
+     */
+    private boolean direct;
     private UnsafeBuffer credit;
     private UnsafeBuffer creditStage;
     private long creditAddress;
@@ -149,17 +157,21 @@ final class UcxConnection extends UcxConnectionBase {
         ringSegment = MemorySegment.ofAddress(slotAddress).reinterpret(capacity);
         ring = new UnsafeBuffer(slotAddress, capacity);
         ringBytes = ringSegment.asByteBuffer();
-        mirrorAddress = slotAddress + transport.ringCapacity();
+        remoteKey = ep.unpackRemoteKey(ByteBuffer.allocateDirect(key.length).put(key).flip());
+        // Where the peer's ring is mapped here (shared memory), frames are composed straight in it: the "mirror" is
+        // then the peer's ring itself and a put is only the doorbell. The flush footer needs UCX's ordering: put.
+        long mapped = flushFooter ? 0 : MappedRings.pointer(remoteKey, remoteRing);
+        direct = mapped != 0;
+        mirrorAddress = direct ? mapped : slotAddress + transport.ringCapacity();
         mirrorSegment = MemorySegment.ofAddress(mirrorAddress).reinterpret(capacity);
         mirror = new UnsafeBuffer(mirrorAddress, capacity);
         mirrorBytes = mirrorSegment.asByteBuffer();
-        remoteKey = ep.unpackRemoteKey(ByteBuffer.allocateDirect(key.length).put(key).flip());
         remoteKnown = true;
     }
 
     @Override
     String wire() {
-        return "ring " + (capacity >> 10) + " KiB";
+        return "ring " + (capacity >> 10) + " KiB" + (direct ? " mapped" : "");
     }
 
     @Override
@@ -545,6 +557,10 @@ final class UcxConnection extends UcxConnectionBase {
     }
 
     private void put(UcpEndpoint e, int pos, int frame) {
+        if (direct) {
+            ringPeer();
+            return;
+        }
         if (!flushFooter) {
             e.putNonBlockingImplicit(mirrorAddress + pos, frame, remoteRing + pos, remoteKey);
             ringPeer();
@@ -574,6 +590,14 @@ final class UcxConnection extends UcxConnectionBase {
                 // closing
             }
             remoteKey = null;
+        }
+        if (direct) {
+            // the peer's ring may be unmapped with its key: nothing may write there any more
+            direct = false;
+            mirrorAddress = slotAddress + transport.ringCapacity();
+            mirrorSegment = MemorySegment.ofAddress(mirrorAddress).reinterpret(capacity);
+            mirror = new UnsafeBuffer(mirrorAddress, capacity);
+            mirrorBytes = mirrorSegment.asByteBuffer();
         }
         remoteKnown = false;
     }
