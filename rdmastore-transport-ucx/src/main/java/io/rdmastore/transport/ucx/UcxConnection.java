@@ -583,6 +583,14 @@ final class UcxConnection extends UcxConnectionBase {
 
     @Override
     void releaseRemote() {
+        if (direct) {
+            // the peer's ring is unmapped with its key, closed below: nothing may write there any more
+            direct = false;
+            mirrorAddress = slotAddress + transport.ringCapacity();
+            mirrorSegment = MemorySegment.ofAddress(mirrorAddress).reinterpret(capacity);
+            mirror = new UnsafeBuffer(mirrorAddress, capacity);
+            mirrorBytes = mirrorSegment.asByteBuffer();
+        }
         if (remoteKey != null) {
             try {
                 remoteKey.close();
@@ -590,14 +598,6 @@ final class UcxConnection extends UcxConnectionBase {
                 // closing
             }
             remoteKey = null;
-        }
-        if (direct) {
-            // the peer's ring may be unmapped with its key: nothing may write there any more
-            direct = false;
-            mirrorAddress = slotAddress + transport.ringCapacity();
-            mirrorSegment = MemorySegment.ofAddress(mirrorAddress).reinterpret(capacity);
-            mirror = new UnsafeBuffer(mirrorAddress, capacity);
-            mirrorBytes = mirrorSegment.asByteBuffer();
         }
         remoteKnown = false;
     }
