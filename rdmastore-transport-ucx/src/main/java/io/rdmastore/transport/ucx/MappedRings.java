@@ -22,7 +22,7 @@ import java.lang.invoke.MethodHandle;
  */
 final class MappedRings {
     private static final Logger LOG = LoggerFactory.getLogger(MappedRings.class);
-    static final boolean ENABLED = Boolean.parseBoolean(System.getProperty("rdmastore.ucx.directRing", "true"));
+    private static final boolean ENABLED = Boolean.parseBoolean(System.getProperty("rdmastore.ucx.directRing", "true"));
     private static final MethodHandle RKEY_PTR = ENABLED ? bind() : null;
 
     private MappedRings() {

@@ -162,11 +162,16 @@ final class UcxConnection extends UcxConnectionBase {
         // then the peer's ring itself and a put is only the doorbell. The flush footer needs UCX's ordering: put.
         long mapped = flushFooter ? 0 : MappedRings.pointer(remoteKey, remoteRing);
         direct = mapped != 0;
-        mirrorAddress = direct ? mapped : slotAddress + transport.ringCapacity();
-        mirrorSegment = MemorySegment.ofAddress(mirrorAddress).reinterpret(capacity);
-        mirror = new UnsafeBuffer(mirrorAddress, capacity);
-        mirrorBytes = mirrorSegment.asByteBuffer();
+        mirrorAt(direct ? mapped : slotAddress + transport.ringCapacity());
         remoteKnown = true;
+    }
+
+    /** Points the mirror (where frames are composed) and its views at {@code address}, {@code capacity} bytes. */
+    private void mirrorAt(long address) {
+        mirrorAddress = address;
+        mirrorSegment = MemorySegment.ofAddress(address).reinterpret(capacity);
+        mirror = new UnsafeBuffer(address, capacity);
+        mirrorBytes = mirrorSegment.asByteBuffer();
     }
 
     @Override
@@ -352,7 +357,7 @@ final class UcxConnection extends UcxConnectionBase {
     @Override
     int sendNow(MemorySegment message, long offset, int length) {
         if (length <= maxFrame) {
-            return writeFrame(message, offset, length, null, 0, 0, WHOLE);
+            return writeFrame(message, offset, length, WHOLE);
         }
         return sendDirect(message.asSlice(offset, length), null);
     }
@@ -586,10 +591,7 @@ final class UcxConnection extends UcxConnectionBase {
         if (direct) {
             // the peer's ring is unmapped with its key, closed below: nothing may write there any more
             direct = false;
-            mirrorAddress = slotAddress + transport.ringCapacity();
-            mirrorSegment = MemorySegment.ofAddress(mirrorAddress).reinterpret(capacity);
-            mirror = new UnsafeBuffer(mirrorAddress, capacity);
-            mirrorBytes = mirrorSegment.asByteBuffer();
+            mirrorAt(slotAddress + transport.ringCapacity());
         }
         if (remoteKey != null) {
             try {
