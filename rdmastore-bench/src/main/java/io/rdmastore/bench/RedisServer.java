@@ -69,7 +69,8 @@ public final class RedisServer implements AutoCloseable {
         List<String> cmd = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port), "--bind",
             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--protected-mode", "no"));
         cmd.addAll(List.of(extraArgs));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+        Process p = new ProcessBuilder(ServerPriority.wrap(cmd)).redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
             .start();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (System.nanoTime() < deadline) {
@@ -105,6 +106,11 @@ public final class RedisServer implements AutoCloseable {
 
     public int port() {
         return port;
+    }
+
+    /** redis-server's process id. */
+    long pid() {
+        return process.pid();
     }
 
     /** CPU seconds redis-server used so far. */

@@ -42,7 +42,9 @@ public final class Report {
             .append("- versions: ").append(Summary.versions()).append("\n");
         if (options != null) {
             summary.append("- measurement: ").append(options.describe()).append(" (experiments E1, E2, E3, E4, YCSB;")
-                .append(" docs/bench/README.md, \"Fair measurement\")\n");
+                .append(" docs/bench/README.md, \"Fair measurement\")\n")
+                .append("- servers: ").append(ServerPriority.describe()).append(" (docs/bench/README.md, \"Servers at one")
+                .append(" priority\")\n");
         }
         summary.append("\n")
             .append("All figures of one experiment were taken side by side in this run; compare ratios, not absolute ")

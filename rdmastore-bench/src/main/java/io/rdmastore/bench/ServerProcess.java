@@ -68,7 +68,7 @@ public final class ServerProcess implements AutoCloseable {
         }
         // stderr goes to a file, so a server that does not come up can say why
         Path err = Files.createTempFile("rdmastore-bench-server-", ".err");
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(err.toFile());
+        ProcessBuilder pb = new ProcessBuilder(ServerPriority.wrap(cmd)).redirectError(err.toFile());
         pb.environment().put("UCX_ERROR_SIGNALS", "");
         Process p = pb.start();
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
@@ -112,6 +112,11 @@ public final class ServerProcess implements AutoCloseable {
     /** {@code rdmastore://127.0.0.1:port?transport=...} */
     public String uri(String transport) {
         return "rdmastore://127.0.0.1:" + port + "?transport=" + transport + "&timeout=30s";
+    }
+
+    /** The server's process id. */
+    long pid() {
+        return process.pid();
     }
 
     /** CPU seconds the server process used so far (user + system), from /proc; NaN where unknown. */

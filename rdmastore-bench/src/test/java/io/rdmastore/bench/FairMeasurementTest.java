@@ -86,6 +86,35 @@ class FairMeasurementTest {
     }
 
     @Test
+    @Timeout(120)
+    void everyServerRunsAtTheSamePriorityAndTheReportSaysWhich() throws Exception {
+        List<String> prefix = ServerPriority.prefix();
+        // CI runs as root, where raising priority is allowed: the servers must then run at nice -10
+        boolean allowed = !prefix.isEmpty();
+        int expected = allowed ? -10 : niceOf(ProcessHandle.current().pid());
+        assertEquals(allowed ? List.of("nice", "-n", "-10") : List.of(), prefix);
+        assertTrue(ServerPriority.describe().startsWith(allowed ? "nice -10 for every server" : "nice 0"),
+            ServerPriority.describe());
+        List<String> wrapped = new ArrayList<>(prefix);
+        wrapped.add("java");
+        assertEquals(wrapped, ServerPriority.wrap(List.of("java")));
+        try (ServerProcess s = ServerProcess.start("--transport", "tcp")) {
+            assertEquals(expected, niceOf(s.pid()), "the rdmastore server's niceness");
+        }
+        if (RedisServer.ensureInstalled()) {
+            try (RedisServer r = RedisServer.start()) {
+                assertEquals(expected, niceOf(r.pid()), "redis-server's niceness");
+            }
+        }
+    }
+
+    /** Field 19 of /proc/pid/stat: the process's niceness. */
+    private static int niceOf(long pid) throws java.io.IOException {
+        String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid + "/stat"));
+        return Integer.parseInt(stat.substring(stat.lastIndexOf(')') + 2).split(" ")[16]);
+    }
+
+    @Test
     @Timeout(60)
     void persistencePairingsStartBothServersAlike() {
         assertEquals(List.of("--fsync", "everysec"), BenchOptions.Persistence.EVERYSEC.serverArgs());
