@@ -43,7 +43,7 @@ final class Child implements AutoCloseable {
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(main.getName());
         cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(ServerPriority.wrap(cmd)).redirectError(ProcessBuilder.Redirect.INHERIT);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.environment().put("UCX_ERROR_SIGNALS", "");
         Process p = pb.start();
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));

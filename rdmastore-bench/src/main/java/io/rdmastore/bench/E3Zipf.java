@@ -112,14 +112,14 @@ public final class E3Zipf implements Experiment {
                 AutoCloseable server;
                 java.util.function.DoubleSupplier serverCpu;
                 if (system.equals("redis")) {
-                    RedisServer r = RedisServer.start(pairing);
+                    RedisServer r = RedisServer.start(ServerPriority.RAISED, pairing);
                     server = r;
                     serverCpu = r::cpuSeconds;
                 } else {
                     List<String> args = new ArrayList<>(system.equals("rdmastore-ucx")
                         ? List.of("--transport", "auto", "--ucx-idle", ucxIdle) : List.of("--transport", "tcp"));
                     args.addAll(pairing.serverArgs());
-                    ServerProcess p = ServerProcess.start(args.toArray(new String[0]));
+                    ServerProcess p = ServerProcess.startRaised(args.toArray(new String[0]));
                     server = p;
                     serverCpu = p::cpuSeconds;
                 }
@@ -294,7 +294,8 @@ public final class E3Zipf implements Experiment {
                 + "spinning at ordinary priority for the phase (warm-up and window), stopped with it. Each client is "
                 + "its own connection and thread. Waiting client threads spin, then yield, then park (2 cores: 32 "
                 + "spinning threads would starve the server); the ucx server runs --ucx-idle %s, the tcp server "
-                + "--transport tcp; every server runs at " + ServerPriority.describe() + " (docs/bench/README.md, "
+                + "--transport tcp; every server (Redis too) runs at " + ServerPriority.RAISED.describe() + ": up to " + clients[clients.length - 1]
+                + " client threads on " + Runtime.getRuntime().availableProcessors() + " cores would otherwise take the server's core in scheduler slices (docs/bench/README.md, "
                 + "\"Servers at one priority\"). Both clients (rdmastore's and Jedis) return each value in a new "
                 + "array.%n%n"
                 + "Targets (issue 13):%s%n%nCPU cost over the measured windows only (client CPU is this JVM without "

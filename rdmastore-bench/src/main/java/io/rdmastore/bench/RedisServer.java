@@ -58,6 +58,10 @@ public final class RedisServer implements AutoCloseable {
      * @throws IOException when it is not installed or does not come up
      */
     public static RedisServer start(String... extraArgs) throws IOException {
+        return start(ServerPriority.ORDINARY, extraArgs);
+    }
+
+    private static RedisServer start(ServerPriority priority, String... extraArgs) throws IOException {
         if (!ensureInstalled()) {
             throw new IOException("redis-server is not installed (apt-get install redis-server)");
         }
@@ -69,7 +73,7 @@ public final class RedisServer implements AutoCloseable {
         List<String> cmd = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port), "--bind",
             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--protected-mode", "no"));
         cmd.addAll(List.of(extraArgs));
-        Process p = new ProcessBuilder(ServerPriority.wrap(cmd)).redirectErrorStream(true)
+        Process p = new ProcessBuilder(priority.wrap(cmd)).redirectErrorStream(true)
             .redirectOutput(ProcessBuilder.Redirect.DISCARD)
             .start();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -99,9 +103,15 @@ public final class RedisServer implements AutoCloseable {
      * the same work per write as the rdmastore server it is compared with.
      */
     public static RedisServer start(BenchOptions.Persistence pairing, String... extraArgs) throws IOException {
+        return start(ServerPriority.ORDINARY, pairing, extraArgs);
+    }
+
+    /** As {@link #start(BenchOptions.Persistence, String...)}, at {@code priority}. */
+    static RedisServer start(ServerPriority priority, BenchOptions.Persistence pairing, String... extraArgs)
+        throws IOException {
         List<String> args = new ArrayList<>(pairing.redisArgs());
         args.addAll(List.of(extraArgs));
-        return start(args.toArray(new String[0]));
+        return start(priority, args.toArray(new String[0]));
     }
 
     public int port() {

@@ -186,7 +186,7 @@ final class ReplicaSetServers implements AutoCloseable {
                 "--replica-set", name, "--node-id", id, "--members", membersArg()));
             cmd.addAll(serverArgs);
             logOffset = Files.exists(log) ? Files.size(log) : 0;
-            ProcessBuilder pb = new ProcessBuilder(ServerPriority.wrap(cmd)).redirectErrorStream(true)
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
             pb.environment().put("UCX_ERROR_SIGNALS", "");

@@ -38,8 +38,18 @@ public final class ServerProcess implements AutoCloseable {
         return startIn(null, extraArgs);
     }
 
+    /** As {@link #start}, at the raised priority of an experiment whose clients outnumber the cores. */
+    public static ServerProcess startRaised(String... extraArgs) throws IOException {
+        return startIn(null, ServerPriority.RAISED, extraArgs);
+    }
+
     /** As {@link #start}, with the data directory under {@code parent} (e.g. a tmpfs); null: the temp directory. */
     public static ServerProcess startIn(Path parent, String... extraArgs) throws IOException {
+        return startIn(parent, ServerPriority.ORDINARY, extraArgs);
+    }
+
+    private static ServerProcess startIn(Path parent, ServerPriority priority, String... extraArgs)
+        throws IOException {
         Path dir = parent == null ? Files.createTempDirectory("rdmastore-bench-")
             : Files.createTempDirectory(parent, "rdmastore-bench-");
         List<String> cmd = new ArrayList<>();
@@ -68,7 +78,7 @@ public final class ServerProcess implements AutoCloseable {
         }
         // stderr goes to a file, so a server that does not come up can say why
         Path err = Files.createTempFile("rdmastore-bench-server-", ".err");
-        ProcessBuilder pb = new ProcessBuilder(ServerPriority.wrap(cmd)).redirectError(err.toFile());
+        ProcessBuilder pb = new ProcessBuilder(priority.wrap(cmd)).redirectError(err.toFile());
         pb.environment().put("UCX_ERROR_SIGNALS", "");
         Process p = pb.start();
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
