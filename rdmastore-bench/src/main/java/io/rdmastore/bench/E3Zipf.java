@@ -294,10 +294,11 @@ public final class E3Zipf implements Experiment {
                 + "spinning at ordinary priority for the phase (warm-up and window), stopped with it. Each client is "
                 + "its own connection and thread. Waiting client threads spin, then yield, then park (2 cores: 32 "
                 + "spinning threads would starve the server); the ucx server runs --ucx-idle %s, the tcp server "
-                + "--transport tcp; every server (Redis too) runs at " + ServerPriority.RAISED.describe() + ": up to " + clients[clients.length - 1]
-                + " client threads on " + Runtime.getRuntime().availableProcessors() + " cores would otherwise take the server's core in scheduler slices (docs/bench/README.md, "
-                + "\"Servers at one priority\"). Both clients (rdmastore's and Jedis) return each value in a new "
-                + "array.%n%n"
+                + "--transport tcp; every server (Redis too) runs at " + ServerPriority.RAISED.describe()
+                + ": up to " + clients[clients.length - 1] + " client threads on "
+                + Runtime.getRuntime().availableProcessors() + " cores would otherwise take the server's core in "
+                + "scheduler slices (docs/bench/README.md, \"Servers at one priority\"). Both clients (rdmastore's "
+                + "and Jedis) return each value in a new array.%n%n"
                 + "Targets (issue 13):%s%n%nCPU cost over the measured windows only (client CPU is this JVM without "
                 + "the keep-alive spinners and burners; contention cells left out):%n%n%s%nThroughput against "
                 + "clients, one chart per value size (%s persistence, no contention):%n%n%s%n",

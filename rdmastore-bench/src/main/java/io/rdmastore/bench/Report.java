@@ -44,7 +44,8 @@ public final class Report {
             summary.append("- measurement: ").append(options.describe()).append(" (experiments E1, E2, E3, E4, YCSB;")
                 .append(" docs/bench/README.md, \"Fair measurement\")\n")
                 .append("- servers: ").append(ServerPriority.ORDINARY.describe()).append("; in E3 every server at ")
-                .append(ServerPriority.RAISED.describe()).append(" (docs/bench/README.md, \"Servers at one priority\")\n");
+                .append(ServerPriority.RAISED.describe())
+                .append(" (docs/bench/README.md, \"Servers at one priority\")\n");
         }
         summary.append("\n")
             .append("All figures of one experiment were taken side by side in this run; compare ratios, not absolute ")
