@@ -82,6 +82,12 @@ public final class BenchMain {
         for (String id : which) {
             Experiment e = EXPERIMENTS.get(id).get();
             System.out.println("== " + id + ": " + e.title());
+            try {
+                report.hostState(id, CoreProbe.measure());
+            } catch (InterruptedException x) {
+                Thread.currentThread().interrupt();
+                return 1;
+            }
             long started = System.nanoTime();
             try {
                 e.run(options, report);

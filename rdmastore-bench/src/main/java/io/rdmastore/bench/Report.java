@@ -23,6 +23,7 @@ public final class Report {
     private final Map<String, List<Row>> results = new LinkedHashMap<>();
     /** How long each experiment ran, in seconds, in the order run. */
     private final Map<String, Double> durations = new LinkedHashMap<>();
+    private final Map<String, String> hostStates = new LinkedHashMap<>();
 
     public Report(Path root, String command) {
         this(root, command, null);
@@ -77,6 +78,11 @@ public final class Report {
         details.append("## ").append(experiment).append(": FAILED\n\n```\n").append(cause).append("\n```\n\n");
     }
 
+    /** Records the host's core-to-core round trip measured before an experiment ({@link CoreProbe}; null: none). */
+    public void hostState(String experiment, Spread roundTripNs) {
+        hostStates.put(experiment, roundTripNs == null ? "not measured" : CoreProbe.format(roundTripNs));
+    }
+
     /** Records how long an experiment ran (it appears in the report's header). */
     public void duration(String experiment, double seconds) {
         durations.put(experiment, seconds);
@@ -92,6 +98,15 @@ public final class Report {
             durations.forEach((e, sec) -> took.append(took.charAt(took.length() - 1) == '(' ? "" : ", ")
                 .append(String.format(java.util.Locale.ROOT, "%s %.1f", e, sec / 60)));
             took.append(").\n\n");
+        }
+        if (!hostStates.isEmpty()) {
+            took.append("Host before each experiment, core-to-core round trip in ns (two threads bouncing one cache line; ")
+                .append("median of ").append(CoreProbe.SLICES).append(" slices of ")
+                .append(CoreProbe.SLICE_NANOS / 1_000_000).append(" ms, fastest-slowest; docs/decisions.md, \"The slow ")
+                .append("state is the vCPUs'\"): ");
+            hostStates.forEach((e, v) -> took.append(took.charAt(took.length() - 2) == ':' ? "" : ", ")
+                .append(e).append(' ').append(v));
+            took.append(".\n\n");
         }
         try {
             Files.writeString(p, summary.toString() + took + Summary.table(results) + "\n" + details);

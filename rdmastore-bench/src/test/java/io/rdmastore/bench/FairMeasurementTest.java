@@ -113,6 +113,26 @@ class FairMeasurementTest {
         }
     }
 
+    @Test
+    @Timeout(30)
+    void theHostsCoreToCoreRoundTripIsMeasuredAndReportedPerExperiment(@org.junit.jupiter.api.io.TempDir
+                                                                        java.nio.file.Path dir) throws Exception {
+        Spread s = CoreProbe.measure();
+        if (Runtime.getRuntime().availableProcessors() >= 2) {
+            assertTrue(s != null, "two cores: measured");
+            assertEquals(CoreProbe.SLICES, s.n());
+            // a round trip costs tens of nanoseconds at least and far less than a millisecond
+            assertTrue(s.min() > 5 && s.min() <= s.median() && s.median() <= s.max() && s.max() < 1e6, s.toString());
+        }
+        Report r = new Report(dir, "rdmastore bench E1 E2", null);
+        r.hostState("E1", s);
+        r.hostState("E2", null);
+        String md = java.nio.file.Files.readString(r.finish());
+        assertTrue(md.contains("core-to-core round trip in ns"), md);
+        assertTrue(md.contains(": E1 " + (s == null ? "not measured" : CoreProbe.format(s)) + ", E2 not measured."),
+            md);
+    }
+
     /** Field 19 of /proc/pid/stat: the process's niceness. */
     private static int niceOf(long pid) throws java.io.IOException {
         String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid + "/stat"));
