@@ -6,8 +6,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
 /**
  * The host's state, as the bench sees it before each experiment: two threads bounce one cache line between two cores,
  * and the round trip's cost is what every cross-core message of the experiment pays at least. On this project's VM it
- * flips within seconds between about 40-230 ns and 510-930 ns (docs/decisions.md, "The slow state is the vCPUs'"), which
- * is the "slow state" of E1-E3's repeats: a figure next to each experiment tells a slow repeat from a slow build.
+ * flips within seconds between about 40-230 ns and 510-930 ns (docs/decisions.md, "The slow state is the vCPUs'"),
+ * which is the "slow state" of E1-E3's repeats: a figure next to each experiment tells a slow repeat from a slow build.
  *
  * <p>Bounded: {@link #SLICES} slices of {@link #SLICE_NANOS}; the second thread ends with the measurement.
  * {@code java -cp ... io.rdmastore.bench.CoreProbe [n]} prints n measurements a second apart.
@@ -20,8 +20,9 @@ final class CoreProbe {
     }
 
     /**
-     * One measurement, nanoseconds per round trip over {@link #SLICES} slices (median, fastest and slowest); null on a single core, where two spinning threads would share it, or when the other thread
-     * did not answer for half a second.
+     * One measurement, nanoseconds per round trip over {@link #SLICES} slices (median, fastest and slowest); null on a
+     * single core, where two spinning threads would share it, or when the other thread did not answer for half a
+     * second.
      */
     static Spread measure() throws InterruptedException {
         if (Runtime.getRuntime().availableProcessors() < 2) {

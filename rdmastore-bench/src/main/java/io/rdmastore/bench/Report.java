@@ -23,6 +23,7 @@ public final class Report {
     private final Map<String, List<Row>> results = new LinkedHashMap<>();
     /** How long each experiment ran, in seconds, in the order run. */
     private final Map<String, Double> durations = new LinkedHashMap<>();
+    /** The core-to-core round trip measured before each experiment, formatted, in the order run. */
     private final Map<String, String> hostStates = new LinkedHashMap<>();
 
     public Report(Path root, String command) {
@@ -100,8 +101,8 @@ public final class Report {
             took.append(").\n\n");
         }
         if (!hostStates.isEmpty()) {
-            took.append("Host before each experiment, core-to-core round trip in ns (two threads bouncing one cache line; ")
-                .append("median of ").append(CoreProbe.SLICES).append(" slices of ")
+            took.append("Host before each experiment, core-to-core round trip in ns (two threads bouncing one cache ")
+                .append("line; median of ").append(CoreProbe.SLICES).append(" slices of ")
                 .append(CoreProbe.SLICE_NANOS / 1_000_000).append(" ms, fastest-slowest; docs/decisions.md, \"The slow ")
                 .append("state is the vCPUs'\"): ");
             hostStates.forEach((e, v) -> took.append(took.charAt(took.length() - 2) == ':' ? "" : ", ")
