@@ -103,8 +103,8 @@ public final class Report {
         if (!hostStates.isEmpty()) {
             took.append("Host before each experiment, core-to-core round trip in ns (two threads bouncing one cache ")
                 .append("line; median of ").append(CoreProbe.SLICES).append(" slices of ")
-                .append(CoreProbe.SLICE_NANOS / 1_000_000).append(" ms, fastest-slowest; docs/decisions.md, \"The slow ")
-                .append("state is the vCPUs'\"): ");
+                .append(CoreProbe.SLICE_NANOS / 1_000_000).append(" ms, fastest-slowest; docs/decisions.md, ")
+                .append("\"The slow state is the vCPUs'\"): ");
             hostStates.forEach((e, v) -> took.append(took.charAt(took.length() - 2) == ':' ? "" : ", ")
                 .append(e).append(' ').append(v));
             took.append(".\n\n");
