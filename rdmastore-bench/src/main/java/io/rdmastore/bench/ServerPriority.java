@@ -13,9 +13,9 @@ import java.util.concurrent.TimeUnit;
  * runs raised. See docs/bench/README.md, "Servers at one priority".
  *
  * <p>Why: at the clients' priority the scheduler preempts a server thread for each client thread's slice. A spinning
- * poller loses its core to them outright, and a log writer preempted while it holds the log's lock can stall the
- * poller waiting for that lock: E3 at 32 clients showed a ucx p99 of 2-4 ms for a p50 of 1-2 us. Where the bench may not
- * raise priority (no root, no {@code CAP_SYS_NICE}) raised servers run at the bench's own and the report says so.
+ * poller loses its core to them outright, and a log writer preempted while it holds the log's lock can stall the poller
+ * waiting for that lock: E3 at 32 clients showed a ucx p99 of 2-4 ms for a p50 of 1-2 us. Where the bench may not raise
+ * priority (no root, no {@code CAP_SYS_NICE}) raised servers run at the bench's own and the report says so.
  */
 enum ServerPriority {
     ORDINARY,
