@@ -104,10 +104,10 @@ public final class Report {
             took.append("Host before each experiment, core-to-core round trip in ns (two threads bouncing one cache ")
                 .append("line; median of ").append(CoreProbe.SLICES).append(" slices of ")
                 .append(CoreProbe.SLICE_NANOS / 1_000_000).append(" ms, fastest-slowest; docs/decisions.md, ")
-                .append("\"The slow state is the vCPUs'\"): ");
-            hostStates.forEach((e, v) -> took.append(took.charAt(took.length() - 2) == ':' ? "" : ", ")
-                .append(e).append(' ').append(v));
-            took.append(".\n\n");
+                .append("\"The slow state is the vCPUs'\"): ")
+                .append(hostStates.entrySet().stream().map(e -> e.getKey() + " " + e.getValue())
+                    .collect(Collectors.joining(", ")))
+                .append(".\n\n");
         }
         try {
             Files.writeString(p, summary.toString() + took + Summary.table(results) + "\n" + details);

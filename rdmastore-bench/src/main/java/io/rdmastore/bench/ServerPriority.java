@@ -22,8 +22,15 @@ enum ServerPriority {
     RAISED;
 
     private static final int NICE = Integer.getInteger("rdmastore.bench.serverNice", -10);
-    private static List<String> raisedPrefix;
-    private static String raisedDescription;
+
+    /** What raising does here: the prefix to run a command at the raised priority, and its description. */
+    private record Raise(List<String> prefix, String description) {
+    }
+
+    /** Probed once, on first use (the holder idiom: no lock of our own). */
+    private static final class Probed {
+        static final Raise RAISE = probe();
+    }
 
     /** {@code cmd} with what runs it at this priority put before it. */
     List<String> wrap(List<String> cmd) {
@@ -38,32 +45,17 @@ enum ServerPriority {
 
     /** The words put before a server's command: {@code nice -n N}, or none (ordinary, not asked for, not allowed). */
     List<String> prefix() {
-        if (this == ORDINARY) {
-            return List.of();
-        }
-        synchronized (ServerPriority.class) {
-            if (raisedPrefix == null) {
-                raisedPrefix = probe();
-            }
-            return raisedPrefix;
-        }
+        return this == ORDINARY ? List.of() : Probed.RAISE.prefix();
     }
 
     /** What servers at this priority run at, for the report. */
     String describe() {
-        if (this == ORDINARY) {
-            return "nice 0 (the bench's own)";
-        }
-        prefix();
-        synchronized (ServerPriority.class) {
-            return raisedDescription;
-        }
+        return this == ORDINARY ? "nice 0 (the bench's own)" : Probed.RAISE.description();
     }
 
-    private static List<String> probe() {
+    private static Raise probe() {
         if (NICE == 0) {
-            raisedDescription = "nice 0 (-Drdmastore.bench.serverNice=0)";
-            return List.of();
+            return new Raise(List.of(), "nice 0 (-Drdmastore.bench.serverNice=0)");
         }
         List<String> p = List.of("nice", "-n", Integer.toString(NICE));
         String why;
@@ -77,8 +69,7 @@ enum ServerPriority {
                 proc.destroyForcibly();
                 why = "nice did not answer";
             } else if (out.equals(Integer.toString(NICE))) {
-                raisedDescription = "nice " + NICE;
-                return p;
+                return new Raise(p, "nice " + NICE);
             } else {
                 why = "not permitted here (nice ran at " + out + ")";
             }
@@ -88,9 +79,8 @@ enum ServerPriority {
             Thread.currentThread().interrupt();
             why = "interrupted";
         }
-        raisedDescription = "nice 0: nice " + NICE + " " + why;
         System.err.println("bench: servers meant to run raised run at the bench's own priority: nice " + NICE + " "
             + why);
-        return List.of();
+        return new Raise(List.of(), "nice 0: nice " + NICE + " " + why);
     }
 }
