@@ -19,6 +19,22 @@ package io.rdmastore.transport.ucx;
  * footers), so a stale frame at the head never carries the expected sequence. When fewer than {@link #MIN_FRAME} bytes remain before
  * the end of the ring both sides skip to its start; otherwise a PAD frame (no payload) tells the receiver to.
  *
+ * <p>Ordered frames ({@link #ORDERED}), for a sender that composes frames with its own stores straight in the
+ * receiver's ring, mapped into its process on one host:
+ * <pre>
+ *   0  int   payload length
+ *   4  int   flags        PRESENT | ORDERED, plus FIRST | LAST | PAD
+ *   8  long  check        {@link #orderedCheck}: the header word, the frame's sequence and the receiver's key, mixed
+ *  16  ...   payload
+ *   F  long  ack          in place of sequence and CRC
+ * </pre>
+ * The sender writes payload, ack and check, then the header word last, in one 8-byte store with release ordering: once
+ * the header is seen, every byte before it is, and no CRC is needed. The check tells a header from stale bytes of an
+ * earlier lap (payload bytes, or a check word next to a header of another frame): it binds the header to the sequence
+ * the receiver expects and to a random key the receiver chose for the connection and sent in its OFFER (footer mode 2,
+ * the key after everything else). A receiver accepts ordered frames only where it said so; a put may land in any byte
+ * order, so a put frame always carries the CRC.
+ *
  * <p>Credits: the receiver returns its consumed position in the {@code ack} word of its own frames and, when it has no
  * frame to send, with a small put into the sender's credit word: {@code int position, int ~position} (low 32 bits of the
  * position), so a torn credit is recognised and ignored.
@@ -40,6 +56,10 @@ final class RingDescriptor {
     /** Set in every frame, so a middle fragment (neither FIRST nor LAST) is never mistaken for empty memory. */
     static final int PRESENT = 8;
     static final int WHOLE = FIRST | LAST;
+    /** Published by its header, not proved by a CRC: see the class comment. */
+    static final int ORDERED = 16;
+    /** Where an ordered frame keeps its check (the ack's place in every other frame). */
+    static final int CHECK_OFFSET = 8;
 
     /** Bytes per connection for the credit word area (cache-line padded). */
     static final int CREDIT_AREA = 64;
@@ -54,5 +74,21 @@ final class RingDescriptor {
     /** Total bytes a frame with {@code payload} bytes occupies. */
     static int frameLength(int payload) {
         return align(HEADER + payload + FOOTER);
+    }
+
+    /** The header word of an ordered frame. */
+    static long orderedHeader(int length, int flags) {
+        return (length & 0xFFFFFFFFL) | ((long) (flags | PRESENT | ORDERED) << 32);
+    }
+
+    /**
+     * The check of an ordered frame with header word {@code header} and sequence {@code seq} for the receiver's
+     * {@code key}: the three mixed (a 64-bit finaliser), so stale bytes pass with a chance of about 2^-64.
+     */
+    static long orderedCheck(long header, int seq, long key) {
+        long x = header ^ key ^ (seq & 0xFFFFFFFFL) * 0x9E3779B97F4A7C15L;
+        x = (x ^ (x >>> 30)) * 0xBF58476D1CE4E5B9L;
+        x = (x ^ (x >>> 27)) * 0x94D049BB133111EBL;
+        return x ^ (x >>> 31);
     }
 }

@@ -13,18 +13,23 @@ import org.openucx.jucx.ucp.UcpRequest;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.zip.CRC32C;
 
 import static io.rdmastore.transport.ucx.RingDescriptor.ACK_OFFSET;
+import static io.rdmastore.transport.ucx.RingDescriptor.CHECK_OFFSET;
 import static io.rdmastore.transport.ucx.RingDescriptor.FIRST;
 import static io.rdmastore.transport.ucx.RingDescriptor.FOOTER;
 import static io.rdmastore.transport.ucx.RingDescriptor.HEADER;
 import static io.rdmastore.transport.ucx.RingDescriptor.LAST;
 import static io.rdmastore.transport.ucx.RingDescriptor.MIN_FRAME;
+import static io.rdmastore.transport.ucx.RingDescriptor.ORDERED;
 import static io.rdmastore.transport.ucx.RingDescriptor.PAD;
 import static io.rdmastore.transport.ucx.RingDescriptor.PRESENT;
 import static io.rdmastore.transport.ucx.RingDescriptor.WHOLE;
 import static io.rdmastore.transport.ucx.RingDescriptor.frameLength;
+import static io.rdmastore.transport.ucx.RingDescriptor.orderedCheck;
+import static io.rdmastore.transport.ucx.RingDescriptor.orderedHeader;
 
 /**
  * A connection whose messages travel as frames put one-sided into the peer's ring ({@link RingDescriptor}).
@@ -65,6 +70,14 @@ final class UcxConnection extends UcxConnectionBase {
      * mapping goes with the remote key, which is closed on the driver too ({@link #releaseRemote}).
      */
     private boolean direct;
+    /** This side accepts ordered frames ({@link RingDescriptor#ORDERED}) and sends them where it may. */
+    private final boolean orderedFrames;
+    /** Frames to the peer are ordered: its ring is mapped here and it accepts them. */
+    private boolean ordered;
+    /** The key of the checks of ordered frames to this side, sent in the OFFER. */
+    private final long checkKey = ThreadLocalRandom.current().nextLong();
+    /** The peer's key, for the checks of ordered frames to it. */
+    private long peerCheckKey;
     private UnsafeBuffer credit;
     private UnsafeBuffer creditStage;
     private long creditAddress;
@@ -115,6 +128,7 @@ final class UcxConnection extends UcxConnectionBase {
                   UcxTransport.Peer peer) {
         super(transport, control, handler, reason, peer);
         this.flushFooter = transport.context().flushFooter();
+        this.orderedFrames = !flushFooter && transport.context().orderedFramesValue();
     }
 
     @Override
@@ -131,9 +145,14 @@ final class UcxConnection extends UcxConnectionBase {
 
     @Override
     byte[] offer(byte[] slotKey) {
-        return ByteBuffer.allocate(8 + 4 + 8 + 1 + 4 + slotKey.length).putLong(slotAddress)
-            .putInt(transport.ringCapacity()).putLong(creditAddress).put((byte) (flushFooter ? 1 : 0))
-            .putInt(slotKey.length).put(slotKey).array();
+        return ByteBuffer.allocate(8 + 4 + 8 + 1 + 4 + slotKey.length + 8).putLong(slotAddress)
+            .putInt(transport.ringCapacity()).putLong(creditAddress).put(footerMode())
+            .putInt(slotKey.length).put(slotKey).putLong(checkKey).array();
+    }
+
+    /** The OFFER's footer byte: 0 crc, 1 flush, 2 crc and ordered frames accepted (peers that predate them send 0). */
+    private byte footerMode() {
+        return (byte) (flushFooter ? 1 : orderedFrames ? 2 : 0);
     }
 
     @Override
@@ -142,9 +161,13 @@ final class UcxConnection extends UcxConnectionBase {
         remoteRing = b.getLong();
         int remoteCapacity = b.getInt();
         remoteCredit = b.getLong();
-        boolean remoteFlush = b.get() == 1;
+        byte remoteMode = b.get();
+        boolean remoteFlush = remoteMode == 1;
         byte[] key = new byte[b.getInt()];
         b.get(key);
+        if (remoteMode == 2) {
+            peerCheckKey = b.getLong();
+        }
         if (remoteFlush != flushFooter) {
             throw new TransportException("peers disagree on the ring footer mode (crc vs flush)");
         }
@@ -162,6 +185,7 @@ final class UcxConnection extends UcxConnectionBase {
         // then the peer's ring itself and a put is only the doorbell. The flush footer needs UCX's ordering: put.
         long mapped = flushFooter ? 0 : MappedRings.pointer(remoteKey, remoteRing);
         direct = mapped != 0;
+        ordered = direct && orderedFrames && remoteMode == 2;
         mirrorAt(direct ? mapped : slotAddress + transport.ringCapacity());
         remoteKnown = true;
     }
@@ -176,7 +200,7 @@ final class UcxConnection extends UcxConnectionBase {
 
     @Override
     String wire() {
-        return "ring " + (capacity >> 10) + " KiB" + (direct ? " mapped" : "");
+        return "ring " + (capacity >> 10) + " KiB" + (ordered ? " mapped ordered" : direct ? " mapped" : "");
     }
 
     @Override
@@ -192,6 +216,15 @@ final class UcxConnection extends UcxConnectionBase {
     @Override
     boolean hasPending() {
         return current != null || sendingDirect || !pending.isEmpty();
+    }
+
+    /**
+     * Frames composed in the peer's mapped ring are complete when the last store is; only puts (frames over a wire,
+     * flush footers, a credit in flight) and a connection still being set up wait on the worker's progress.
+     */
+    @Override
+    boolean needsProgress() {
+        return !direct || flushFooter || creditInFlight || !remoteKnown;
     }
 
     // ---- receive ----
@@ -220,19 +253,29 @@ final class UcxConnection extends UcxConnectionBase {
             }
             int frame = frameLength(length);
             int footer = pos + frame - FOOTER;
-            if (ring.getIntVolatile(footer) != expectedSeq) {
-                break;
+            long ack;
+            if ((flags & ORDERED) != 0 && orderedFrames) {
+                // the header is stored last, so every byte before it is in; the check tells it from stale bytes
+                if (ring.getLong(pos + CHECK_OFFSET) != orderedCheck(word, expectedSeq, checkKey)) {
+                    break;
+                }
+                ack = ring.getLong(footer);
+            } else {
+                if (ring.getIntVolatile(footer) != expectedSeq) {
+                    break;
+                }
+                if (!flushFooter && ring.getInt(footer + 4) != crc(ringBytes, pos, footer + 4)) {
+                    break; // torn: some bytes have not landed yet
+                }
+                // The header read above may predate the frame (stale bytes of an earlier lap whose length happens to
+                // put the footer in the same place); only the header as it is now, covered by the footer just checked,
+                // counts.
+                long validated = ring.getLongVolatile(pos);
+                if (validated != word) {
+                    continue;
+                }
+                ack = ring.getLong(pos + ACK_OFFSET);
             }
-            if (!flushFooter && ring.getInt(footer + 4) != crc(ringBytes, pos, footer + 4)) {
-                break; // torn: some bytes have not landed yet
-            }
-            // The header read above may predate the frame (stale bytes of an earlier lap whose length happens to put
-            // the footer in the same place); only the header as it is now, covered by the footer just checked, counts.
-            long validated = ring.getLongVolatile(pos);
-            if (validated != word) {
-                continue;
-            }
-            long ack = ring.getLong(pos + ACK_OFFSET);
             if (ack > peerHead && ack <= tail) {
                 peerHead = ack;
             }
@@ -435,8 +478,12 @@ final class UcxConnection extends UcxConnectionBase {
         }
         long word = ring.getLongVolatile(pos);
         int length = (int) word;
-        if ((int) (word >>> 32) == 0 || length < 0 || length > maxFrame || pos + frameLength(length) > capacity) {
+        int flags = (int) (word >>> 32);
+        if (flags == 0 || length < 0 || length > maxFrame || pos + frameLength(length) > capacity) {
             return false;
+        }
+        if ((flags & ORDERED) != 0 && orderedFrames) {
+            return ring.getLong(pos + CHECK_OFFSET) == orderedCheck(word, expectedSeq, checkKey);
         }
         return ring.getIntVolatile(pos + frameLength(length) - FOOTER) == expectedSeq;
     }
@@ -551,6 +598,10 @@ final class UcxConnection extends UcxConnectionBase {
 
     /** Writes header and footer of a frame whose payload is already in the mirror. */
     private void compose(int pos, int length, int flags) {
+        if (ordered) {
+            composeOrdered(pos, length, flags);
+            return;
+        }
         mirror.putInt(pos, length);
         mirror.putInt(pos + 4, flags | PRESENT);
         mirror.putLong(pos + ACK_OFFSET, head);
@@ -558,6 +609,19 @@ final class UcxConnection extends UcxConnectionBase {
         int footer = pos + frameLength(length) - FOOTER;
         mirror.putInt(footer, sendSeq);
         mirror.putInt(footer + 4, flushFooter ? 0 : crc(mirrorBytes, pos, footer + 4));
+        sendSeq = next(sendSeq);
+    }
+
+    /**
+     * Writes ack, check and, last, the header of an ordered frame whose payload is already in the peer's mapped ring
+     * ({@link RingDescriptor}, "Ordered frames"): one release store publishes the frame.
+     */
+    private void composeOrdered(int pos, int length, int flags) {
+        mirror.putLong(pos + frameLength(length) - FOOTER, head);
+        lastAckSent = head;
+        long header = orderedHeader(length, flags);
+        mirror.putLong(pos + CHECK_OFFSET, orderedCheck(header, sendSeq, peerCheckKey));
+        mirror.putLongOrdered(pos, header);
         sendSeq = next(sendSeq);
     }
 
@@ -591,6 +655,7 @@ final class UcxConnection extends UcxConnectionBase {
         if (direct) {
             // the peer's ring is unmapped with its key, closed below: nothing may write there any more
             direct = false;
+            ordered = false;
             mirrorAt(slotAddress + transport.ringCapacity());
         }
         if (remoteKey != null) {

@@ -95,6 +95,14 @@ abstract class UcxConnectionBase implements Connection {
     /** Driver: receives what arrived, sends what is pending; returns work done. */
     abstract int poll();
 
+    /**
+     * Driver: whether this connection needs the worker progressed on every duty cycle (its messages, puts or callbacks
+     * complete there); when no connection does, the transport progresses it once in several cycles.
+     */
+    boolean needsProgress() {
+        return true;
+    }
+
     /** Driver: sends one message now or reports back-pressure. */
     abstract int sendNow(MemorySegment message, long offset, int length);
 

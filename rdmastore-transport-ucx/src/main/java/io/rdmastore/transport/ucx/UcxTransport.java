@@ -56,6 +56,7 @@ public final class UcxTransport implements UpgradeTransport {
         private boolean invoker = Boolean.getBoolean("rdmastore.ucx.invoker");
         private String messaging = System.getProperty("rdmastore.ucx.messaging", "ring");
         private String footer = System.getProperty("rdmastore.ucx.footer", "crc");
+        private boolean orderedFrames = Boolean.parseBoolean(System.getProperty("rdmastore.ucx.orderedFrames", "true"));
         private int maxMessageLength = Integer.getInteger("rdmastore.ucx.maxMessageLength", (512 << 20) + (64 << 10));
         private String name = "ucx";
         private boolean allowTcpWire = Boolean.getBoolean("rdmastore.ucx.allowTcp");
@@ -145,6 +146,17 @@ public final class UcxTransport implements UpgradeTransport {
             return this;
         }
 
+        /**
+         * True (default): with the {@code crc} footer, frames composed straight in a peer's ring mapped into this
+         * process (one host) are published by their header, written last, instead of proved by a CRC
+         * ({@link RingDescriptor}, "Ordered frames"), where the peer accepts them too; false: every frame carries the
+         * CRC, as from a peer that predates them.
+         */
+        public Context orderedFrames(boolean value) {
+            orderedFrames = value;
+            return this;
+        }
+
         /** Largest message (default 512 MiB + 64 KiB). */
         public Context maxMessageLength(int value) {
             maxMessageLength = value;
@@ -196,6 +208,7 @@ public final class UcxTransport implements UpgradeTransport {
             c.footer(p.getProperty("footer", c.footer));
             c.name(p.getProperty("name", c.name));
             c.allowTcpWire(Boolean.parseBoolean(p.getProperty("allowTcpWire", Boolean.toString(c.allowTcpWire))));
+            c.orderedFrames(Boolean.parseBoolean(p.getProperty("orderedFrames", Boolean.toString(c.orderedFrames))));
             c.crossMemoryReads(Boolean.parseBoolean(p.getProperty("crossMemoryReads",
                 Boolean.toString(c.crossMemoryReads))));
             return c;
@@ -203,6 +216,10 @@ public final class UcxTransport implements UpgradeTransport {
 
         int maxMessageLengthValue() {
             return maxMessageLength;
+        }
+
+        boolean orderedFramesValue() {
+            return orderedFrames;
         }
 
         boolean flushFooter() {
@@ -876,19 +893,44 @@ public final class UcxTransport implements UpgradeTransport {
         }
     }
 
+    /**
+     * Ring polls per progress call of the worker while no connection needs one every cycle
+     * ({@link UcxConnectionBase#needsProgress}): a progress call costs several times a poll of every ring, and a poll
+     * loop that progresses each time notices a frame that lands during the call only after it.
+     */
+    private static final int POLLS_PER_PROGRESS = Integer.getInteger("rdmastore.ucx.pollsPerProgress", 16);
+    /** Ring polls since the worker's last progress call; driver only. */
+    private int sinceProgress;
+
+    /**
+     * One duty cycle: commands, every ring, and the worker's progress. When no connection needs progress every cycle,
+     * the rings are polled up to {@link #POLLS_PER_PROGRESS} times per progress call; a cycle that finds nothing polls
+     * again until it has progressed the worker, so 0 still means that nothing was found after a progress call.
+     */
     private int dutyCycle() {
         int work = runCommands();
-        // rings before progress: a request that just landed is answered without waiting for a progress call
         List<UcxConnectionBase> list = connections;
-        for (int i = 0; i < list.size(); i++) {
-            work += list.get(i).poll();
+        while (true) {
+            // rings before progress: a request that just landed is answered without waiting for a progress call
+            boolean needsProgress = false;
+            for (int i = 0; i < list.size(); i++) {
+                UcxConnectionBase c = list.get(i);
+                work += c.poll();
+                needsProgress |= c.needsProgress();
+            }
+            if (needsProgress || ++sinceProgress >= POLLS_PER_PROGRESS) {
+                sinceProgress = 0;
+                try {
+                    work += worker.progress();
+                } catch (Exception e) {
+                    LOG.warn("ucx progress failed", e);
+                }
+                return work;
+            }
+            if (work > 0) {
+                return work;
+            }
         }
-        try {
-            work += worker.progress();
-        } catch (Exception e) {
-            LOG.warn("ucx progress failed", e);
-        }
-        return work;
     }
 
     private void runAgent() {

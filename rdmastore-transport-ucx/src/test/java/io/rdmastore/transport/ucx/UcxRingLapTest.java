@@ -7,8 +7,9 @@ import io.rdmastore.transport.MessageHandler;
 import io.rdmastore.transport.Network;
 import io.rdmastore.transport.TransportStatus;
 import io.rdmastore.transport.tcp.TcpTransport;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -26,13 +27,19 @@ import static org.junit.jupiter.api.Assertions.fail;
  * integers, so such stale bytes look like a plausible header. Every echo must come
  * back with the same length and bytes (a header read before the frame landed once let a stale length or PAD flag
  * through).
+ *
+ * <p>Both ways a frame proves itself in a mapped ring: the CRC, and ordered frames, published by their header. For
+ * the latter the payloads also carry whole fake ordered frames at the places a later lap's headers will be, with checks
+ * made for sequence numbers near those the receiver will expect when it reads them, but not with its key: a receiver
+ * that trusted an ordered header without its check would take a fake for the frame still landing.
  */
 class UcxRingLapTest {
     private static final int RING = 64 << 10;
 
-    private static UcxTransport ucx(boolean invoker) {
+    private static UcxTransport ucx(boolean invoker, boolean ordered) {
         UcxTransport t = new UcxTransport(new UcxTransport.Context().tls(UcxTckNetworks.SHM_TLS).invoker(invoker)
-            .idleStrategy("spin").ringCapacity(RING).maxConnections(2).memoryBudget(4L * (2 * RING + 4096)));
+            .idleStrategy("spin").ringCapacity(RING).maxConnections(2).memoryBudget(4L * (2 * RING + 4096))
+            .orderedFrames(ordered));
         assertTrue(t.isAvailable(), () -> "UCX required: " + t.unavailabilityCause());
         return t;
     }
@@ -49,11 +56,14 @@ class UcxRingLapTest {
         }
     }
 
-    @Test
+    /** Ordered frames where both sides allow them; where one does not (as a peer that predates them), CRC frames. */
+    @ParameterizedTest(name = "ordered frames allowed by server {0}, client {1}")
+    @CsvSource({"false,false", "true,true", "true,false", "false,true"})
     @Timeout(60)
-    void mixedSizesSurviveManyLaps() {
+    void mixedSizesSurviveManyLaps(boolean serverOrdered, boolean clientOrdered) {
+        boolean ordered = serverOrdered && clientOrdered;
         try (TcpTransport stcp = new TcpTransport(); TcpTransport ctcp = new TcpTransport();
-             UcxTransport server = ucx(false); UcxTransport client = ucx(true);
+             UcxTransport server = ucx(false, serverOrdered); UcxTransport client = ucx(true, clientOrdered);
              Network sn = new Network(new Network.Context().carrier(stcp).upgrade(server));
              Network cn = new Network(new Network.Context().carrier(ctcp).upgrade(client));
              Arena arena = Arena.ofConfined()) {
@@ -64,6 +74,8 @@ class UcxRingLapTest {
             });
             Last last = new Last();
             Connection c = cn.connect(l.localAddress(), last, ConnectOptions.DEFAULT.withTransport("ucx"));
+            assertTrue(c.describe().contains(ordered ? "mapped ordered" : "mapped"), c.describe());
+            assertEquals(ordered, c.describe().contains("ordered"), c.describe());
             SplittableRandom rnd = new SplittableRandom(42);
             MemorySegment msg = arena.allocate(6000);
             long bytes = 0;
@@ -75,6 +87,9 @@ class UcxRingLapTest {
                 // the head look like a plausible frame header
                 for (int i = 0; i < size; i++) {
                     msg.set(ValueLayout.JAVA_BYTE, i, (i & 3) == 0 ? (byte) rnd.nextInt(64) : 0);
+                }
+                if (ordered) {
+                    plantNearMisses(msg, size, n, rnd);
                 }
                 MemorySegment m = msg.asSlice(0, size);
                 while (c.offer(m) == TransportStatus.BACK_PRESSURED) {
@@ -100,6 +115,23 @@ class UcxRingLapTest {
             assertTrue(bytes > 20L * RING, "too few laps to mean something: " + bytes + " bytes in " + n + " echoes");
             c.close();
             l.close();
+        }
+    }
+
+    /**
+     * Writes fake ordered frames of 8 bytes (one cache line each) into the payload where a later lap's frame headers
+     * may fall (payload offset 48 + 64k is a line of the ring: the payload begins 16 bytes into a line-aligned frame).
+     * A later lap reads them some hundreds of frames on, after some wraps (PAD frames), so the sequence numbers cover
+     * a window past the messages sent.
+     */
+    private static void plantNearMisses(MemorySegment msg, int size, int sent, SplittableRandom rnd) {
+        for (int at = 48; at + 64 <= size; at += 64) {
+            int seq = sent + 1 + rnd.nextInt(100 + sent / 20);
+            long header = RingDescriptor.orderedHeader(8, RingDescriptor.WHOLE);
+            msg.set(ValueLayout.JAVA_LONG_UNALIGNED, at, header);
+            msg.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 8, RingDescriptor.orderedCheck(header, seq, 0L));
+            msg.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 16, -1L);
+            msg.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 56, 0L);
         }
     }
 }
