@@ -21,18 +21,19 @@ import java.util.Map;
 
 /**
  * E1 (paper 003): round trips per second on one connection, 64 B and 4 KiB, two JVM processes, for the tcp provider,
- * UCX active messages, the UCX ring (CRC footer and flush-then-footer), and raw JUCX put ping-pong as the limit. The
- * client drives its UCX worker from the measuring thread (invoker mode); each server echoes from its transport thread.
+ * UCX active messages, the UCX ring (on one host its frames are ordered frames composed in the peer's mapped ring;
+ * {@code ring-flush}: the flush footer, put), and raw JUCX put ping-pong as the limit. The client drives its UCX worker
+ * from the measuring thread (invoker mode); each server echoes from its transport thread.
  */
 public final class E1RoundTrips implements Experiment {
     static final int[] SIZES = {64, 4096};
     static final String[] VARIANTS = {"tcp", "am", "ring", "ring-flush", "raw-put"};
-    /**
-     * The variants a run measures unless {@code -Drdmastore.bench.e1.variants} names others: ring-flush (the flush
-     * footer instead of CRC) is left out to keep {@code bench all} under 30 minutes.
-     */
     /** The untimed lap on each fresh echo server, per size, before its cells. */
     static final long LAP_NANOS = 1_000_000_000L;
+    /**
+     * The variants a run measures unless {@code -Drdmastore.bench.e1.variants} names others: ring-flush (the flush
+     * footer instead of ordered or CRC frames) is left out to keep {@code bench all} under 30 minutes.
+     */
     static final String[] DEFAULT_VARIANTS = {"tcp", "am", "ring", "raw-put"};
 
     @Override
@@ -42,8 +43,8 @@ public final class E1RoundTrips implements Experiment {
 
     @Override
     public String title() {
-        return "round trips/s on one connection, 64 B and 4 KiB: tcp, ucx active messages, ucx ring (crc and flush"
-            + " footers), raw JUCX put ping-pong (the limit)";
+        return "round trips/s on one connection, 64 B and 4 KiB: tcp, ucx active messages, ucx ring (ordered frames"
+            + " in the peer's mapped ring on one host), raw JUCX put ping-pong (the limit)";
     }
 
     static UcxTransport.Context ucxContext(String variant, boolean invoker) {
