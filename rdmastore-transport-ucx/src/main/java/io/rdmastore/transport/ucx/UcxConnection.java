@@ -256,7 +256,7 @@ final class UcxConnection extends UcxConnectionBase {
             long ack;
             if ((flags & ORDERED) != 0 && orderedFrames) {
                 // the header is stored last, so every byte before it is in; the check tells it from stale bytes
-                if (ring.getLong(pos + CHECK_OFFSET) != orderedCheck(word, expectedSeq, checkKey)) {
+                if (!checkHolds(pos, word)) {
                     break;
                 }
                 ack = ring.getLong(footer);
@@ -339,6 +339,11 @@ final class UcxConnection extends UcxConnectionBase {
             assembling = false;
             deliver(assembly.asSlice(0, assembled));
         }
+    }
+
+    /** Whether the ordered frame with header {@code word} at {@code pos} carries the check of the expected one. */
+    private boolean checkHolds(int pos, long word) {
+        return ring.getLong(pos + CHECK_OFFSET) == orderedCheck(word, expectedSeq, checkKey);
     }
 
     /**
@@ -483,7 +488,7 @@ final class UcxConnection extends UcxConnectionBase {
             return false;
         }
         if ((flags & ORDERED) != 0 && orderedFrames) {
-            return ring.getLong(pos + CHECK_OFFSET) == orderedCheck(word, expectedSeq, checkKey);
+            return checkHolds(pos, word);
         }
         return ring.getIntVolatile(pos + frameLength(length) - FOOTER) == expectedSeq;
     }
