@@ -26,7 +26,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * reads, delivering every frame that arrives (other threads' replies complete their futures) until its own reply is
  * in; a thread that finds the lock taken waits on its future. A background thread covers the rest: bytes that arrive
  * while no thread waits (pushes, replies to calls nobody waits for, the peer's one-sided requests) and, when a leader
- * leaves while others still wait, their replies. It waits in {@code poll(2)} without the lock while nobody reads,
+ * leaves while others still wait, their replies. It waits in {@code poll(2)} without the lock, holds the lock only
+ * while bytes are there to read (so a caller that comes back for its next reply finds it free and reads for itself),
  * leaves the socket alone for 1-8 ms when it finds a caller reading, and is woken through an eventfd.
  *
  * <p>Frames are delivered by one thread at a time, in order, under the read lock ({@link TcpConnection#nextFrame}).
@@ -64,7 +65,6 @@ final class SocketReader {
     private volatile boolean stopped;
     /** The stream ended (end of file, a failure or a protocol violation): nothing more is read. */
     private volatile boolean ended;
-    private volatile boolean backgroundLeads;
     /** Bytes read and not yet delivered; under {@link #lock}. */
     private ByteBuf in;
 
@@ -140,9 +140,8 @@ final class SocketReader {
             }
         } finally {
             int others = waiters.decrementAndGet();
-            // a leader leaving others behind hands the socket to the background thread; the last follower lets it
-            // go back to waiting without the lock, so the next caller reads for itself
-            if (led ? others > 0 : others == 0 && backgroundLeads) {
+            // a leader leaving others behind hands the socket to the background thread (which may be backing off)
+            if (led && others > 0) {
                 wakeBackground();
             }
         }
@@ -291,24 +290,13 @@ final class SocketReader {
                     continue;
                 }
                 backoff = MIN_BACKOFF_MILLIS;
-                backgroundLeads = true;
                 try {
-                    while (!stopped && !ended) {
-                        int n = readOnce();
-                        if (n < 0) {
-                            break;
-                        }
-                        if (n == 0) {
-                            if (waiters.get() == 0) {
-                                break;
-                            }
-                            if ((backgroundPoll.await(MAX_POLL_MILLIS) & 2) != 0) {
-                                drainWake();
-                            }
-                        }
+                    // read what is there and let go: waiting for more with the lock held would make every caller
+                    // that comes back a follower, its reply handed over by this thread, for as long as one waits
+                    while (!stopped && !ended && readOnce() > 0) {
+                        // deliver the next bytes too
                     }
                 } finally {
-                    backgroundLeads = false;
                     lock.unlock();
                 }
                 if (ended) {

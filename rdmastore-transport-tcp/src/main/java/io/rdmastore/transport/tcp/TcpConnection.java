@@ -339,6 +339,12 @@ final class TcpConnection implements Connection {
         return reader != null;
     }
 
+    /** Threads waiting in {@link #awaitReading} now, reading or not (tests). */
+    int readWaiters() {
+        SocketReader r = reader;
+        return r == null ? 0 : r.waiters();
+    }
+
     /** Stops direct writes and closes the callers' descriptor; on the loop when the channel is inactive. */
     private void closeDirect() {
         if (!directWrites) {

@@ -41,6 +41,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -564,6 +565,89 @@ class TcpTransportTest {
         assertEquals(threads * perThread / 10, pushesSent.get());
         assertEquals(pushesSent.get(), pushes.get(), "pushes delivered while no caller waited");
         assertTrue(byCallers.get() > 0, "no reply was delivered on a caller's thread");
+    }
+
+    @Test
+    @Timeout(60)
+    void aCallerReadsForItselfAgainOnceTheBackgroundThreadHasTakenOverTheSocket() throws Exception {
+        // A leads (its request held by the server), B follows; A's reply comes, A leaves with B still waiting, and a
+        // push that follows is read by the background thread (nobody leads). While B's reply is still held, A makes
+        // another call:
+        // its reply must be read by a caller (A, or B once it has taken the lead), not handed over by the background
+        // thread. That thread once kept the read lock while anyone waited, so every call of a thread that came back
+        // while one waited was a hand-off (a wake-up more per call).
+        TcpTransport server = track(new TcpTransport());
+        TcpTransport client = track(new TcpTransport(new TcpTransport.Context().callerReads(true)));
+        CountDownLatch releaseA = new CountDownLatch(1);
+        CountDownLatch releaseB = new CountDownLatch(1);
+        java.util.concurrent.ExecutorService serverWork = java.util.concurrent.Executors.newCachedThreadPool();
+        InetSocketAddress addr = track(server.listen(ANY, conn -> (cc, m) -> {
+            byte[] request = m.toArray(ValueLayout.JAVA_BYTE);
+            CountDownLatch gate = request[0] == 'A' ? releaseA : request[0] == 'B' ? releaseB : null;
+            serverWork.execute(() -> {
+                try {
+                    if (gate != null && !gate.await(30, TimeUnit.SECONDS)) {
+                        return;
+                    }
+                } catch (InterruptedException e) {
+                    return;
+                }
+                cc.send(MemorySegment.ofArray(request), Duration.ofSeconds(5));
+                if (request[0] == 'A') {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+                    cc.send(MemorySegment.ofArray(new byte[] {'X'}), Duration.ofSeconds(5));
+                }
+            });
+        })).localAddress();
+        java.util.Map<Byte, CompletableFuture<String>> deliveredOn = new java.util.concurrent.ConcurrentHashMap<>();
+        for (byte b : new byte[] {'A', 'B', 'X', 'Z'}) {
+            deliveredOn.put(b, new CompletableFuture<>());
+        }
+        TcpConnection c = (TcpConnection) track(client.connect(addr,
+            (conn, m) -> deliveredOn.get(m.get(ValueLayout.JAVA_BYTE, 0)).complete(Thread.currentThread().getName()),
+            Duration.ofSeconds(5)));
+        awaitCallerReads(c);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        java.util.concurrent.ExecutorService callers = java.util.concurrent.Executors.newFixedThreadPool(2,
+            r -> new Thread(r, "caller"));
+        try {
+            java.util.concurrent.Future<String> a = callers.submit(() -> {
+                c.send(MemorySegment.ofArray(new byte[] {'A'}), Duration.ofSeconds(5));
+                assertTrue(c.awaitReading(deliveredOn.get((byte) 'A'), deadline));
+                assertTrue(deliveredOn.get((byte) 'X').get(10, TimeUnit.SECONDS).startsWith("rdmastore-tcp-reader"),
+                    "the push was read by a caller");
+                Thread.sleep(200);
+                c.send(MemorySegment.ofArray(new byte[] {'Z'}), Duration.ofSeconds(5));
+                assertTrue(c.awaitReading(deliveredOn.get((byte) 'Z'), deadline));
+                return deliveredOn.get((byte) 'Z').get();
+            });
+            awaitWaiters(c, 1);
+            java.util.concurrent.Future<String> b = callers.submit(() -> {
+                c.send(MemorySegment.ofArray(new byte[] {'B'}), Duration.ofSeconds(5));
+                assertTrue(c.awaitReading(deliveredOn.get((byte) 'B'), deadline));
+                return deliveredOn.get((byte) 'B').get();
+            });
+            awaitWaiters(c, 2);
+            releaseA.countDown();
+            assertEquals("caller", deliveredOn.get((byte) 'A').get(10, TimeUnit.SECONDS), "A's reply, A leading");
+            String z = a.get(20, TimeUnit.SECONDS);
+            assertEquals("caller", z, "A's second reply was handed over by the background thread");
+            releaseB.countDown();
+            assertEquals("caller", b.get(20, TimeUnit.SECONDS), "B's reply, read by B leading");
+        } finally {
+            releaseA.countDown();
+            releaseB.countDown();
+            callers.shutdownNow();
+            serverWork.shutdownNow();
+        }
+    }
+
+    private static void awaitWaiters(TcpConnection c, int n) throws InterruptedException {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (c.readWaiters() < n && System.nanoTime() < until) {
+            Thread.sleep(1);
+        }
+        assertEquals(n, c.readWaiters(), "threads waiting for replies");
     }
 
     @Test
