@@ -41,10 +41,13 @@ class ServerCommandTest {
         Matcher m;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
+            // the banner is printed line by line: wait for its last line, not only the one with the port
+            String sofar;
             synchronized (out) {
-                m = listening.matcher(out.toString());
+                sofar = out.toString();
             }
-            if (m.find() || System.nanoTime() > deadline || !t.isAlive()) {
+            m = listening.matcher(sofar);
+            if (m.find() && sofar.contains("stop with") || System.nanoTime() > deadline || !t.isAlive()) {
                 break;
             }
             Thread.sleep(20);
