@@ -153,6 +153,7 @@ final class ServerCommand implements Callable<Integer> {
             // The server's UcxTransport.Context takes its default TLS list from this property when it is built.
             System.setProperty(UCX_TLS_PROPERTY, tls);
         }
+        RdmaStoreServer.leakSamplingOffUnlessAsked();
         RdmaStoreServer server = new RdmaStoreServer(cfg);
         try {
             server.start();

@@ -70,6 +70,8 @@ final class NativeSession implements MessageHandler {
     private final ServerTiming timing;
     /** When the current request's store operation began; written by {@link #markStore()} only while timing. */
     private long storeStartNanos;
+    /** HGETALL's reader: the store's fields and values go straight into the reply, uncopied. Allocated once. */
+    private final HashToWire hashToWire = new HashToWire();
     /** GET's zero-copy reader: appends the value to the reply, or says it is absent. Allocated once. */
     private final Function<MemorySegment, Boolean> copyValue = segment -> {
         if (segment == null) {
@@ -330,11 +332,8 @@ final class NativeSession implements MessageHandler {
             case ProtocolDescriptor.HGETALL -> {
                 byte[] key = key(r);
                 r.end();
-                List<byte[]> fv = store.hgetAll(key);
-                w.i32(fv.size() / 2);
-                for (byte[] b : fv) {
-                    w.bytes(b);
-                }
+                hashToWire.w = w;
+                store.hgetAll(key, hashToWire);
             }
             case ProtocolDescriptor.HDEL -> {
                 byte[] key = key(r);
@@ -1505,5 +1504,20 @@ final class NativeSession implements MessageHandler {
             running.close();
         }
         server.sessionClosed(this, cause);
+    }
+
+    /** Writes a hash as HGETALL's reply: the pair count, then field and value, each length-prefixed. */
+    private static final class HashToWire implements Store.HashReader {
+        private WireWriter w;
+
+        @Override
+        public void size(int pairs) {
+            w.i32(pairs);
+        }
+
+        @Override
+        public void pair(byte[] field, byte[] value) {
+            w.bytes(field).bytes(value);
+        }
     }
 }

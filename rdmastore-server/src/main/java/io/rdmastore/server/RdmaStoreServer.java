@@ -688,11 +688,26 @@ public final class RdmaStoreServer implements AutoCloseable {
     // ---- command line ----
 
     /**
+     * For a server process (its {@code main}, the CLI's {@code server}): Netty samples no buffers for leaks unless the
+     * JVM is told to ({@code -Dio.netty.leakDetection.level=simple|advanced|paranoid}). Its default records the stack
+     * trace of one buffer in 128, and every request allocates its reply's buffer: half a per cent of the server's CPU
+     * samples in a YCSB run over tcp (docs/decisions.md, "tcp: per-call work"). The tests run the transports and the
+     * RESP face paranoid. Not done for a server embedded in another program: the level is the whole JVM's.
+     */
+    public static void leakSamplingOffUnlessAsked() {
+        if (System.getProperty("io.netty.leakDetection.level") == null
+            && System.getProperty("io.netty.leakDetectionLevel") == null) {
+            io.netty.util.ResourceLeakDetector.setLevel(io.netty.util.ResourceLeakDetector.Level.DISABLED);
+        }
+    }
+
+    /**
      * Runs a server until SIGTERM/SIGINT, which close it gracefully. Options: {@code --bind ADDR --port N --dir PATH
      * --fsync always|everysec|no --transport auto|tcp|ucx --password PW --maxclients N --ucx-idle
      * adaptive|backoff|spin|yield --tls-cert PEM --tls-key PEM --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
      */
     public static void main(String[] args) throws InterruptedException {
+        leakSamplingOffUnlessAsked();
         ServerConfig config;
         try {
             config = parseArgs(args);

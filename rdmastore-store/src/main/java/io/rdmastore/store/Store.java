@@ -1943,19 +1943,58 @@ public final class Store implements AutoCloseable {
         });
     }
 
-    /** HGETALL: field, value, field, value, ... in insertion order; empty when missing. */
+    /** HGETALL: field, value, field, value, ... in insertion order (copies); empty when missing. */
     public List<byte[]> hgetAll(byte[] key) {
-        return readHash(key, e -> {
-            if (e == null) {
-                return new ArrayList<>();
+        ArrayList<byte[]> out = new ArrayList<>();
+        hgetAll(key, new HashReader() {
+            @Override
+            public void size(int pairs) {
+                out.ensureCapacity(pairs * 2);
             }
-            List<byte[]> out = new ArrayList<>(e.hash.size() * 2);
-            for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
-                out.add(fe.getKey().bytes.clone());
-                out.add(fe.getValue().clone());
+
+            @Override
+            public void pair(byte[] field, byte[] value) {
+                out.add(field.clone());
+                out.add(value.clone());
             }
-            return out;
         });
+        return out;
+    }
+
+    /**
+     * HGETALL without copies: hands the live hash's size, then its fields and values in insertion order, to
+     * {@code into} under the shard's read lock (size 0 when the key is missing). The arrays are the store's own:
+     * {@code into} reads them during the call (a reply encoder copies them into its buffer) and neither keeps nor
+     * changes them.
+     */
+    public void hgetAll(byte[] key, HashReader into) {
+        checkOpen();
+        Key k = key(key);
+        Keyspace.Shard s = keyspace.shard(k);
+        s.lock.readLock().lock();
+        try {
+            Keyspace.Entry e = liveRead(s, k, System.currentTimeMillis());
+            requireHash(e);
+            if (e == null) {
+                into.size(0);
+                return;
+            }
+            into.size(e.hash.size());
+            for (Map.Entry<Key, byte[]> fe : e.hash.entrySet()) {
+                into.pair(fe.getKey().bytes, fe.getValue());
+            }
+        } finally {
+            s.lock.readLock().unlock();
+        }
+    }
+
+    /** Receives a hash from {@link #hgetAll(byte[], HashReader)}, under the shard's read lock. */
+    public interface HashReader {
+        /** The number of field-value pairs that follow; called first, once. */
+        void size(int pairs);
+
+        /** One field and its value, the store's own arrays: read them during the call, keep and change neither. */
+        void pair(byte[] field, byte[] value);
     }
 
     /** HDEL: removes fields, returns how many existed; removing the last field deletes the key. */

@@ -170,6 +170,44 @@ class KeysAndHashesTest {
     }
 
     @Test
+    void hgetAllHandsTheSizeFirstThenEveryPairInOrderAndCopiesOnlyForTheList() {
+        store.hset(b("h"), List.of(b("a"), b("1"), b("b"), b("2"), b("c"), b("3")));
+        List<String> seen = new ArrayList<>();
+        store.hgetAll(b("h"), new Store.HashReader() {
+            @Override
+            public void size(int pairs) {
+                assertTrue(seen.isEmpty(), "size comes first");
+                seen.add("size " + pairs);
+            }
+
+            @Override
+            public void pair(byte[] field, byte[] value) {
+                seen.add(s(field) + "=" + s(value));
+            }
+        });
+        assertEquals(List.of("size 3", "a=1", "b=2", "c=3"), seen);
+        // the list's arrays are copies: changing one leaves the store's value as it was
+        List<byte[]> all = store.hgetAll(b("h"));
+        all.get(1)[0] = 'X';
+        assertEquals("1", s(store.hget(b("h"), b("a"))));
+        List<String> missing = new ArrayList<>();
+        store.hgetAll(b("none"), new Store.HashReader() {
+            @Override
+            public void size(int pairs) {
+                missing.add("size " + pairs);
+            }
+
+            @Override
+            public void pair(byte[] field, byte[] value) {
+                missing.add("pair");
+            }
+        });
+        assertEquals(List.of("size 0"), missing);
+        store.set(b("str"), b("v"));
+        assertThrows(WrongTypeException.class, () -> store.hgetAll(b("str")));
+    }
+
+    @Test
     void hscanVisitsEveryField() {
         List<byte[]> fv = new ArrayList<>();
         for (int i = 0; i < 1000; i++) {

@@ -291,13 +291,19 @@ final class RespCommands {
             case HSETNX -> w.integer(store.hsetnx(argv[1], argv[2], argv[3]) ? 1 : 0);
             case HGET -> w.bulk(store.hget(argv[1], argv[2]));
             case HMGET -> array(w, store.hmget(argv[1], Arrays.copyOfRange(argv, 2, argc)));
-            case HGETALL -> {
-                List<byte[]> all = store.hgetAll(argv[1]);
-                w.mapHeader(all.size() / 2);
-                for (byte[] b : all) {
-                    w.bulk(b);
+            case HGETALL -> store.hgetAll(argv[1], new Store.HashReader() {
+                // straight from the store's arrays into the reply, under the shard's read lock
+                @Override
+                public void size(int pairs) {
+                    w.mapHeader(pairs);
                 }
-            }
+
+                @Override
+                public void pair(byte[] field, byte[] value) {
+                    w.bulk(field);
+                    w.bulk(value);
+                }
+            });
             case HDEL -> w.integer(store.hdel(argv[1], Arrays.copyOfRange(argv, 2, argc)));
             case HEXISTS -> w.integer(store.hexists(argv[1], argv[2]) ? 1 : 0);
             case HLEN -> w.integer(store.hlen(argv[1]));

@@ -16,6 +16,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -28,7 +29,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * while no thread waits (pushes, replies to calls nobody waits for, the peer's one-sided requests) and, when a leader
  * leaves while others still wait, their replies. It waits in {@code poll(2)} without the lock, holds the lock only
  * while bytes are there to read (so a caller that comes back for its next reply finds it free and reads for itself),
- * leaves the socket alone for 1-8 ms when it finds a caller reading, and is woken through an eventfd.
+ * leaves the socket to the callers while they keep taking the lead (it looks at their count every 1-8 ms instead of
+ * waking with each reply), and is woken through an eventfd.
  *
  * <p>Frames are delivered by one thread at a time, in order, under the read lock ({@link TcpConnection#nextFrame}).
  * The descriptor is the connection's own duplicate ({@link SocketDup}); {@link #stop} shuts the socket down (every
@@ -40,9 +42,10 @@ final class SocketReader {
     /** Longest single poll of a leader; it polls again until its deadline (a bound, not a tick: data wakes it). */
     private static final int MAX_POLL_MILLIS = 1000;
     /**
-     * How long the background thread leaves the socket to a reading caller before it looks again: 1 ms, doubling up to
-     * 8 ms while it keeps finding callers reading (many connections with busy callers would otherwise wake their
-     * background threads two thousand times a second each), back to 1 ms once it reads itself.
+     * How long the background thread leaves the socket to reading callers before it looks again: 1 ms, doubling up to
+     * 8 ms while callers keep taking the lead (many connections with busy callers would otherwise wake their background
+     * threads with every reply), back to 1 ms once it reads itself. Bytes that arrive just after the last caller left
+     * wait for that look.
      */
     private static final int MIN_BACKOFF_MILLIS = 1;
     private static final int MAX_BACKOFF_MILLIS = 8;
@@ -54,6 +57,10 @@ final class SocketReader {
     private final ByteBufAllocator alloc;
     private final ReentrantLock lock = new ReentrantLock();
     private final AtomicInteger waiters = new AtomicInteger();
+    /** Leads taken by callers; while it moves, callers read the socket and the background thread stays off it. */
+    private final AtomicLong leads = new AtomicLong();
+    /** Times the background thread waited on the socket (tests). */
+    private final AtomicLong backgroundPolls = new AtomicLong();
     /** Wakes the background thread; closed by it when it ends, under {@link #wakeGuard}. */
     private final FileDescriptor wake;
     private final Object wakeGuard = new Object();
@@ -121,6 +128,8 @@ final class SocketReader {
                 }
                 if (lock.tryLock()) {
                     led = true;
+                    // one writer at a time (the lock's holder): no atomic add needed
+                    leads.lazySet(leads.get() + 1);
                     try {
                         lead(done, deadlineNanos);
                     } finally {
@@ -270,6 +279,7 @@ final class SocketReader {
         try {
             while (!stopped) {
                 // bytes, or a wake-up: a leader left others waiting, or the reader stops
+                backgroundPolls.lazySet(backgroundPolls.get() + 1);
                 int ready = backgroundPoll.await(-1);
                 if ((ready & 2) != 0) {
                     drainWake();
@@ -281,12 +291,19 @@ final class SocketReader {
                     continue;
                 }
                 if (!lock.tryLock()) {
-                    // a caller reads and delivers what arrived: look again when it leaves others waiting, or after
-                    // the backoff (the bytes of a caller reading wake this thread too, at most once per backoff)
-                    if (backoffPoll.await(backoff) != 0) {
-                        drainWake();
-                    }
-                    backoff = Math.min(MAX_BACKOFF_MILLIS, backoff * 2);
+                    // A caller reads and delivers what arrived. Stay off the socket (its bytes would wake this thread
+                    // too) for as long as callers keep taking the lead, looking every backoff; go back to it when a
+                    // leader leaves others waiting (the eventfd) or a whole backoff passed without a lead.
+                    long seen;
+                    do {
+                        seen = leads.get();
+                        boolean woken = backoffPoll.await(backoff) != 0;
+                        backoff = Math.min(MAX_BACKOFF_MILLIS, backoff * 2);
+                        if (woken) {
+                            drainWake();
+                            break;
+                        }
+                    } while (!stopped && leads.get() != seen);
                     continue;
                 }
                 backoff = MIN_BACKOFF_MILLIS;
@@ -348,6 +365,11 @@ final class SocketReader {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Times the background thread has waited on the socket so far (tests). */
+    long backgroundPolls() {
+        return backgroundPolls.get();
     }
 
     /** Threads waiting in {@link #await} now (tests). */

@@ -339,6 +339,12 @@ final class TcpConnection implements Connection {
         return reader != null;
     }
 
+    /** Times the connection's background reader has waited on the socket (tests); 0 without caller reads. */
+    long backgroundPolls() {
+        SocketReader r = reader;
+        return r == null ? 0 : r.backgroundPolls();
+    }
+
     /** Threads waiting in {@link #awaitReading} now, reading or not (tests). */
     int readWaiters() {
         SocketReader r = reader;

@@ -641,6 +641,49 @@ class TcpTransportTest {
         }
     }
 
+    @Test
+    @Timeout(60)
+    void theBackgroundThreadStaysOffTheSocketWhileACallerKeepsReading() throws Exception {
+        // One thread calls back to back for 600 ms and reads its own replies. The background thread is woken by the
+        // first reply it sees, finds the caller reading and must then stay off the socket while callers keep taking
+        // the lead; it once went back to the socket after every backoff (1-8 ms), and each reply that came while it
+        // waited there woke it too: a hundred and more waits on the socket in such a stretch.
+        TcpTransport server = track(new TcpTransport());
+        TcpTransport client = track(new TcpTransport(new TcpTransport.Context().callerReads(true)));
+        InetSocketAddress addr = track(server.listen(ANY, conn -> (cc, m) ->
+            cc.send(MemorySegment.ofArray(m.toArray(ValueLayout.JAVA_BYTE)), Duration.ofSeconds(5)))).localAddress();
+        AtomicReference<CompletableFuture<Thread>> reply = new AtomicReference<>();
+        TcpConnection c = (TcpConnection) track(client.connect(addr,
+            (conn, m) -> reply.get().complete(Thread.currentThread()), Duration.ofSeconds(5)));
+        awaitCallerReads(c);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        long calls = 0;
+        long byCaller = 0;
+        long polls = -1;
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(800);
+        long window = end - TimeUnit.MILLISECONDS.toNanos(600);
+        while (System.nanoTime() < end) {
+            if (polls < 0 && System.nanoTime() >= window) {
+                // the first 200 ms: the background thread meets the caller and backs off to its longest look
+                polls = c.backgroundPolls();
+            }
+            CompletableFuture<Thread> f = new CompletableFuture<>();
+            reply.set(f);
+            c.send(MemorySegment.ofArray(new byte[] {1, 2, 3}), Duration.ofSeconds(5));
+            assertTrue(c.awaitReading(f, deadline));
+            if (f.get(5, TimeUnit.SECONDS) == Thread.currentThread()) {
+                byCaller++;
+            }
+            calls++;
+        }
+        long during = c.backgroundPolls() - polls;
+        assertTrue(calls > 100, "calls made: " + calls);
+        assertTrue(byCaller > calls / 2, byCaller + " of " + calls + " replies read by the caller");
+        // a stall of the caller longer than a look (8 ms) sends the thread back to the socket once: a few are allowed
+        assertTrue(during <= 15, "the background thread waited on the socket " + during + " times in 600 ms of "
+            + calls + " calls");
+    }
+
     private static void awaitWaiters(TcpConnection c, int n) throws InterruptedException {
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (c.readWaiters() < n && System.nanoTime() < until) {
