@@ -17,6 +17,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.zip.CRC32C;
 
 import static io.rdmastore.transport.ucx.RingDescriptor.ACK_OFFSET;
+import static io.rdmastore.transport.ucx.RingDescriptor.ALIGN;
 import static io.rdmastore.transport.ucx.RingDescriptor.CHECK_OFFSET;
 import static io.rdmastore.transport.ucx.RingDescriptor.FIRST;
 import static io.rdmastore.transport.ucx.RingDescriptor.FOOTER;
@@ -222,6 +223,10 @@ final class UcxConnection extends UcxConnectionBase {
      * Frames composed in the peer's mapped ring are complete when the last store is; only puts (frames over a wire,
      * flush footers, a credit in flight) and a connection still being set up wait on the worker's progress.
      */
+    static final boolean LINE_AHEAD = Boolean.parseBoolean(System.getProperty("rdmastore.ucx.lineAhead", "true"));
+    /** Sums the second lines loaded ahead, so that the loads are not optimised away; never read otherwise. */
+    private long lineAhead;
+
     @Override
     boolean needsProgress() {
         return !direct || flushFooter || creditInFlight || !remoteKnown;
@@ -241,6 +246,12 @@ final class UcxConnection extends UcxConnectionBase {
             if (toEnd < MIN_FRAME) {
                 head += toEnd;
                 continue;
+            }
+            if (LINE_AHEAD && toEnd > ALIGN) {
+                // The frame's second line, loaded with its first and not after its header (whose length would give
+                // its address): where a line's move between two cores costs hundreds of nanoseconds, the two moves
+                // overlap instead of queuing one behind the other.
+                lineAhead += ring.getLong(pos + ALIGN);
             }
             long word = ring.getLongVolatile(pos);
             int flags = (int) (word >>> 32);
