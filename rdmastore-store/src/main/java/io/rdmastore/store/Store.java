@@ -1904,7 +1904,8 @@ public final class Store implements AutoCloseable {
 
     /**
      * Runs a read of one key under its shard's read lock; {@code body} sees the live entry (null when missing or
-     * expired). GET and readValue keep their own copy of this for the hot path (no lambda per call).
+     * expired). GET, readValue and hgetAll's reader keep their own copy of this for the hot path (no lambda per
+     * call).
      */
     <R> R readKey(byte[] key, Function<Keyspace.Entry, R> body) {
         checkOpen();

@@ -220,13 +220,19 @@ final class UcxConnection extends UcxConnectionBase {
     }
 
     /**
-     * Frames composed in the peer's mapped ring are complete when the last store is; only puts (frames over a wire,
-     * flush footers, a credit in flight) and a connection still being set up wait on the worker's progress.
+     * Whether {@link #poll} loads the line after the head's with each look at the header word, so that a frame's two
+     * lines move between the cores together. Off by default: it made E1's 64 B ring faster in the host's slow state but
+     * YCSB C over ucx (1 KiB replies) slower (transport-ucx.md, "Cache lines"); {@code -Drdmastore.ucx.lineAhead=true}
+     * turns it on.
      */
-    static final boolean LINE_AHEAD = Boolean.parseBoolean(System.getProperty("rdmastore.ucx.lineAhead", "true"));
+    static final boolean LINE_AHEAD = Boolean.parseBoolean(System.getProperty("rdmastore.ucx.lineAhead", "false"));
     /** Sums the second lines loaded ahead, so that the loads are not optimised away; never read otherwise. */
     private long lineAhead;
 
+    /**
+     * Frames composed in the peer's mapped ring are complete when the last store is; only puts (frames over a wire,
+     * flush footers, a credit in flight) and a connection still being set up wait on the worker's progress.
+     */
     @Override
     boolean needsProgress() {
         return !direct || flushFooter || creditInFlight || !remoteKnown;
