@@ -519,21 +519,13 @@ public final class BlobClient {
         boolean done = false;
         try {
             try (FileChannel ch = FileChannel.open(part, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-                    StandardOpenOption.WRITE); BlobBuffer stage = allocate(Math.min(lease.length, STAGE_BYTES))) {
-                CRC32C crc = new CRC32C();
-                for (long off = 0; off < lease.length; ) {
-                    long n = Math.min(STAGE_BYTES, lease.length - off);
-                    pull(lease, off, n, stage, null, crc);
-                    ByteBuffer bytes = stage.segment().asSlice(0, n).asByteBuffer();
+                    StandardOpenOption.WRITE)) {
+                int got = pullStaged(lease, (off, step) -> {
+                    ByteBuffer bytes = step.asByteBuffer();
                     while (bytes.hasRemaining()) {
                         ch.write(bytes, off + bytes.position());
                     }
-                    off += n;
-                    if (progress != null) {
-                        progress.accept(off);
-                    }
-                }
-                int got = (int) crc.getValue();
+                }, progress);
                 if (got != lease.crc) {
                     throw new RdmaStoreException(String.format("blob CRC32C mismatch: expected %08x, received"
                         + " %08x; %s not written", lease.crc, got, file));
@@ -584,9 +576,40 @@ public final class BlobClient {
         return pull(lease, 0, lease.length, buffer, progress, null);
     }
 
-    /** Pulls {@code length} bytes a peer lent (a member's lease) into {@code buffer}; returns their CRC32C. */
-    int pullLent(byte[] descriptor, long length, BlobBuffer buffer) {
-        return pull(new Lease(0, length, 0, 0, descriptor), buffer, null);
+    /** Where a staged pull hands its bytes: {@code bytes} (valid during the call) belong at {@code offset}. */
+    @FunctionalInterface
+    public interface ChunkWriter {
+        void write(long offset, MemorySegment bytes) throws IOException;
+    }
+
+    /**
+     * Pulls {@code length} bytes a peer lent (a member's lease) through a staging buffer, handing each step to
+     * {@code out} in order; returns their CRC32C.
+     */
+    int pullLent(byte[] descriptor, long length, ChunkWriter out) throws IOException {
+        return pullStaged(new Lease(0, length, 0, 0, descriptor), out, null);
+    }
+
+    /**
+     * Pulls the leased blob into a registered staging buffer of at most {@link #STAGE_BYTES}, step by step, and hands
+     * each step to {@code out} in order; returns the CRC32C of all of it. Landing in a file this way, with the
+     * file's own writes, beats reads into a mapping of it: those take a page fault per 4 KiB page (docs/blobs.md,
+     * "Landing").
+     */
+    private int pullStaged(Lease lease, ChunkWriter out, LongConsumer progress) throws IOException {
+        CRC32C crc = new CRC32C();
+        try (BlobBuffer stage = allocate(Math.min(lease.length, STAGE_BYTES))) {
+            for (long off = 0; off < lease.length; ) {
+                long n = Math.min(STAGE_BYTES, lease.length - off);
+                pull(lease, off, n, stage, null, crc);
+                out.write(off, stage.segment().asSlice(0, n));
+                off += n;
+                if (progress != null) {
+                    progress.accept(off);
+                }
+            }
+        }
+        return (int) crc.getValue();
     }
 
     /**

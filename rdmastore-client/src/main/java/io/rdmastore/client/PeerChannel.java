@@ -3,7 +3,7 @@ package io.rdmastore.client;
 import io.rdmastore.client.protocol.WireReader;
 import io.rdmastore.client.protocol.WireWriter;
 import io.rdmastore.transport.Connection;
-import java.lang.foreign.MemorySegment;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -61,16 +61,15 @@ public final class PeerChannel implements AutoCloseable {
     }
 
     /**
-     * Pulls {@code length} bytes the peer lent (its {@code descriptor}, from a lease) into {@code dst} with one-sided
-     * reads, several in flight, driving the transport on this thread; returns the CRC32C of what arrived.
+     * Pulls {@code length} bytes the peer lent (its {@code descriptor}, from a lease) with one-sided reads, several
+     * in flight, driving the transport on this thread, through a staging buffer whose steps {@code out} takes in
+     * order; returns the CRC32C of what arrived.
      *
      * @throws RdmaStoreException when the transfer fails or times out
+     * @throws IOException when {@code out} fails
      */
-    public int pull(byte[] descriptor, long length, MemorySegment dst, Duration timeout) {
-        BlobClient blobs = new BlobClient(core, timeout, WriteConcern.W1);
-        try (BlobBuffer b = blobs.wrap(dst)) {
-            return blobs.pullLent(descriptor, length, b);
-        }
+    public int pull(byte[] descriptor, long length, BlobClient.ChunkWriter out, Duration timeout) throws IOException {
+        return new BlobClient(core, timeout, WriteConcern.W1).pullLent(descriptor, length, out);
     }
 
     /** The transport the current connection runs on ("tcp", "ucx"), or "none" before the first call. */

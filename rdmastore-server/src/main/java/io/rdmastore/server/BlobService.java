@@ -63,6 +63,8 @@ final class BlobService implements AutoCloseable {
     static final long CHUNK_BYTES = 16L << 20;
     /** One-sided reads of one put in flight. */
     static final int WINDOW = 4;
+    /** Idle staging buffers kept ({@link #WINDOW} x {@link #CHUNK_BYTES} = 64 MiB each). */
+    private static final int STAGING_KEPT = 2;
 
     private final Store store;
     private final BlobStore files;
@@ -87,6 +89,7 @@ final class BlobService implements AutoCloseable {
     private final Map<Long, long[]> tokens = new ConcurrentHashMap<>();
     private final Map<String, PeerChannel> peerChannels = new ConcurrentHashMap<>();
     private final AtomicLong registeredBytes = new AtomicLong();
+    private final StagingBuffers staging = new StagingBuffers(WINDOW, CHUNK_BYTES, STAGING_KEPT);
     private volatile java.util.function.Function<String, PeerChannel> peerOpener;
     private volatile java.util.function.Supplier<String> self = () -> "this member";
     private volatile BlobInfo.Member lastPut;
@@ -566,6 +569,8 @@ final class BlobService implements AutoCloseable {
         final long chunk;
         final List<String> next;
         final String path;
+        /** Where the reads land before the file's writes take them; null for an empty blob. */
+        final StagingBuffers.Buffer stage;
         final RegisteredMemory local;
         final BlobTransfer transfer;
         /** Put: (null, failure) or (null, null) when the data landed. Stage: (sealed, null) or (null, failure). */
@@ -589,11 +594,17 @@ final class BlobService implements AutoCloseable {
             this.next = next;
             this.path = path;
             long length = write.length();
-            this.local = length > 0 ? register(connection, write.segment()) : null;
+            this.stage = length > 0 ? staging.take() : null;
+            try {
+                this.local = length > 0 ? register(connection, stage.segment()) : null;
+            } catch (RuntimeException e) {
+                staging.give(stage);
+                throw e;
+            }
             this.downstream = next.isEmpty() ? CompletableFuture.completedFuture(List.of()) : new CompletableFuture<>();
             this.transfer = new BlobTransfer(connection, remote, local == null ? null
-                : ((CountedRegistration) local).inner, length, chunk, WINDOW, progressive, puller,
-                next.isEmpty() ? null : this::forward, this::landed, write::prepare);
+                : ((CountedRegistration) local).inner, length, chunk, WINDOW, progressive, puller, write::write,
+                next.isEmpty() ? null : this::forward, this::landed);
         }
 
         void start() {
@@ -660,6 +671,7 @@ final class BlobService implements AutoCloseable {
             pulls.remove(this);
             if (local != null) {
                 local.close();
+                staging.give(stage);
             }
             synchronized (this) {
                 if (abandoned) {
@@ -886,6 +898,7 @@ final class BlobService implements AutoCloseable {
         }
         puller.shutdown();
         committer.shutdown();
+        staging.close();
         try {
             if (!committer.awaitTermination(10, TimeUnit.SECONDS)) {
                 LOG.warn("blob commits still running after 10 s at close");

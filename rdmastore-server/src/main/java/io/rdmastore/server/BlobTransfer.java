@@ -4,6 +4,8 @@ import io.rdmastore.transport.Connection;
 import io.rdmastore.transport.RegisteredMemory;
 import io.rdmastore.transport.RemoteMemory;
 import io.rdmastore.transport.TransportException;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.util.BitSet;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
@@ -12,30 +14,41 @@ import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
 /**
- * Pulls {@code length} bytes of memory a peer lent (its descriptor decoded as {@code remote}) into local registered
- * memory with chained one-sided reads, {@code window} chunks in flight: a put's pull from its client, a replica's pull
- * from the client or from the member before it in a pipeline (docs/blobs.md, "Distribution to a replica set").
+ * Pulls {@code length} bytes of memory a peer lent (its descriptor decoded as {@code remote}) with chained one-sided
+ * reads, {@code window} chunks in flight, into the slots of a registered staging buffer, and hands each landed chunk
+ * to a {@link Sink} (the blob file's own writes) before its slot takes the next: a put's pull from its client, a
+ * replica's pull from the client or from the member before it in a pipeline (docs/blobs.md, "Distribution to a
+ * replica set" and "Landing").
  *
  * <p>A transfer may be <em>progressive</em>: its source is still arriving (a pipeline's previous member is itself
  * receiving it), so reads are issued only below the {@linkplain #advance available} mark the source announces.
  * {@code prefix} sees the contiguous bytes landed so far, in order, so a member can lend them onwards.
  *
  * <p>Threads: reads are issued on {@code puller} (never a transport thread: on one host a read issued there is one
- * process_vm_readv, which fails at once when the peer died) and complete on the transport's thread. {@code finished}
- * runs exactly once, when no read is in flight any more, with the failure or null; after it the local memory may go.
+ * process_vm_readv, which fails at once when the peer died) and complete on the transport's thread; the sink runs on
+ * {@code puller} too. {@code finished} runs exactly once, when no read or sink write is in flight any more, with the
+ * failure or null; after it the staging memory may go.
  */
 final class BlobTransfer {
+    /** Where a landed chunk goes: {@code bytes} (a staging slot) belongs at {@code offset} of the blob. */
+    @FunctionalInterface
+    interface Sink {
+        void write(long offset, MemorySegment bytes) throws IOException;
+    }
+
     private final Connection connection;
     private final RemoteMemory remote;
-    private final RegisteredMemory local;
+    private final RegisteredMemory staging;
+    private final long slotBytes;
     private final long length;
     private final long chunk;
     private final int window;
     private final Executor puller;
+    private final Sink sink;
     private final LongConsumer prefix;
     private final Consumer<Throwable> finished;
-    /** Called with (offset, length) on the puller just before a chunk's read is issued (may be null). */
-    private final java.util.function.BiConsumer<Long, Long> beforeRead;
+    /** Staging slots not holding a chunk, as bits. Guarded by this. */
+    private int freeSlots;
     private final BitSet landed = new BitSet();
     private final long started = System.nanoTime();
     private long available;
@@ -47,19 +60,28 @@ final class BlobTransfer {
     private Throwable failure;
     private long transferNanos;
 
-    BlobTransfer(Connection connection, RemoteMemory remote, RegisteredMemory local, long length, long chunk,
-                 int window, boolean progressive, Executor puller, LongConsumer prefix, Consumer<Throwable> finished,
-                 java.util.function.BiConsumer<Long, Long> beforeRead) {
+    /**
+     * @param staging registered memory of {@code window} slots of {@code staging.segment().byteSize() / window}
+     *     bytes each (null when {@code length} is 0); chunks larger than a slot are pulled a slot at a time
+     */
+    BlobTransfer(Connection connection, RemoteMemory remote, RegisteredMemory staging, long length, long chunk,
+                 int window, boolean progressive, Executor puller, Sink sink, LongConsumer prefix,
+                 Consumer<Throwable> finished) {
+        if (window < 1 || window > 30) {
+            throw new IllegalArgumentException("window " + window + " is not 1-30");
+        }
         this.connection = connection;
         this.remote = remote;
-        this.local = local;
+        this.staging = staging;
+        this.slotBytes = staging == null ? chunk : staging.segment().byteSize() / window;
         this.length = length;
-        this.chunk = chunk;
+        this.chunk = Math.min(chunk, slotBytes);
         this.window = window;
         this.puller = puller;
+        this.sink = sink;
         this.prefix = prefix;
         this.finished = finished;
-        this.beforeRead = beforeRead;
+        this.freeSlots = (1 << window) - 1;
         this.available = progressive ? 0 : length;
     }
 
@@ -136,15 +158,16 @@ final class BlobTransfer {
                     && next + Math.min(chunk, length - next) <= available) {
                     long off = next;
                     long n = Math.min(chunk, length - off);
+                    int slot = Integer.numberOfTrailingZeros(freeSlots);
                     next += n;
                     inflight++;
+                    freeSlots &= ~(1 << slot);
                     try {
-                        if (beforeRead != null) {
-                            beforeRead.accept(off, n);
-                        }
-                        connection.read(remote, off, local, off, n).whenComplete((ok, err) -> chunkDone(off, n, err));
+                        connection.read(remote, off, staging, slot * slotBytes, n)
+                            .whenComplete((ok, err) -> readDone(off, n, slot, err));
                     } catch (RuntimeException e) {
                         inflight--;
+                        freeSlots |= 1 << slot;
                         failure = e;
                     }
                 }
@@ -161,11 +184,34 @@ final class BlobTransfer {
         }
     }
 
-    private void chunkDone(long off, long n, Throwable err) {
+    /** A chunk's read ended (transport thread): its bytes go to the sink on the puller, then its slot is free. */
+    private void readDone(long off, long n, int slot, Throwable err) {
+        if (err != null) {
+            chunkDone(off, n, slot, err);
+            return;
+        }
+        Runnable write = () -> {
+            Throwable failed = null;
+            try {
+                sink.write(off, staging.segment().asSlice(slot * slotBytes, n));
+            } catch (IOException | RuntimeException e) {
+                failed = e;
+            }
+            chunkDone(off, n, slot, failed);
+        };
+        try {
+            puller.execute(write);
+        } catch (RejectedExecutionException closing) {
+            write.run(); // the service is closing: finish here so the memory and the file go
+        }
+    }
+
+    private void chunkDone(long off, long n, int slot, Throwable err) {
         long newPrefix = -1;
         boolean inPump;
         synchronized (this) {
             inflight--;
+            freeSlots |= 1 << slot;
             if (err != null && failure == null) {
                 failure = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
             }

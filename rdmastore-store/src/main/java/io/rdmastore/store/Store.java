@@ -1489,7 +1489,10 @@ public final class Store implements AutoCloseable {
         }
         BlobWrite w = blobs.begin(value.length);
         try {
-            MemorySegment.copy(value, 0, w.segment(), ValueLayout.JAVA_BYTE, 0, value.length);
+            w.write(0, MemorySegment.ofArray(value));
+        } catch (IOException e) {
+            blobs.abort(w);
+            throw new StoreException("cannot write blob file: " + e + "; the old value is kept", e);
         } catch (RuntimeException e) {
             blobs.abort(w);
             throw e;

@@ -865,9 +865,8 @@ public final class ReplicaSet implements ControlPlane.Listener, AutoCloseable {
             BlobWrite write = store.blobs().begin(length);
             int got;
             try {
-                write.prepare(0, length);
-                got = length == 0 ? crc : p.pull(descriptor, length, write.segment(), t);
-            } catch (RuntimeException e) {
+                got = length == 0 ? crc : p.pull(descriptor, length, write::write, t);
+            } catch (IOException | RuntimeException e) {
                 store.blobs().abort(write);
                 throw new IOException("pulling blob " + version + " from " + from + " failed: " + e.getMessage(), e);
             } finally {

@@ -28,9 +28,6 @@ public final class Preallocation {
     private static final MethodHandle CLOSE;
     /** Linux's {@code fallocate}, null elsewhere. */
     private static final MethodHandle FALLOCATE_LINUX;
-    private static final MethodHandle MADVISE;
-    /** Linux 5.14+: populate (prefault) page tables, writable, as a write would. */
-    private static final int MADV_POPULATE_WRITE = 23;
 
     static {
         Linker linker = Linker.nativeLinker();
@@ -53,15 +50,6 @@ public final class Preallocation {
         OPEN = open;
         FALLOCATE = fallocate;
         CLOSE = close;
-        MethodHandle madvise = null;
-        try {
-            madvise = linker.downcallHandle(libc.find("madvise").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_INT));
-        } catch (RuntimeException e) {
-            madvise = null;
-        }
-        MADVISE = madvise;
         MethodHandle linux = null;
         try {
             linux = linker.downcallHandle(libc.find("fallocate").orElseThrow(),
@@ -74,27 +62,6 @@ public final class Preallocation {
     }
 
     private Preallocation() {
-    }
-
-    /**
-     * Faults in the pages of {@code [offset, offset + length)} of a writable mapping in one call, before a transfer
-     * writes them: a one-sided read into pages not yet mapped takes a page fault per 4 KiB page, which cost a put of
-     * 1 GiB more time than its copy. Page-aligned; best effort (older kernels refuse it, and the faults then happen
-     * as the data arrives).
-     */
-    static void populate(MemorySegment mapping, long offset, long length) {
-        if (MADVISE == null || length <= 0) {
-            return;
-        }
-        long start = mapping.address() + offset;
-        long aligned = start & ~4095L;
-        long end = start + length;
-        try {
-            int ignored = (int) MADVISE.invokeExact(MemorySegment.ofAddress(aligned), end - aligned,
-                MADV_POPULATE_WRITE);
-        } catch (Throwable t) {
-            // best effort
-        }
     }
 
     /** Whether blocks can be reserved on this platform. */
