@@ -220,12 +220,25 @@ final class UcxConnection extends UcxConnectionBase {
     }
 
     /**
-     * Whether {@link #poll} loads the line after the head's with each look at the header word, so that a frame's two
-     * lines move between the cores together. Off by default: it made E1's 64 B ring faster in the host's slow state but
-     * YCSB C over ucx (1 KiB replies) slower (transport-ucx.md, "Cache lines"); {@code -Drdmastore.ucx.lineAhead=true}
-     * turns it on.
+     * When {@link #poll} loads the line after the head's with each look at the header word, so that a frame's two
+     * lines move between the cores together (transport-ucx.md, "Cache lines"): {@code small} (default) while the
+     * frames arriving are of one or two lines, {@code true} always, {@code false} never; property
+     * {@code rdmastore.ucx.lineAhead}.
      */
-    static final boolean LINE_AHEAD = Boolean.parseBoolean(System.getProperty("rdmastore.ucx.lineAhead", "false"));
+    static final String LINE_AHEAD_MODE = lineAheadMode(System.getProperty("rdmastore.ucx.lineAhead", "small"));
+    static final boolean LINE_AHEAD = !LINE_AHEAD_MODE.equals("false");
+    /** Only while the frames arriving are of one or two lines. */
+    static final boolean LINE_AHEAD_SMALL = LINE_AHEAD_MODE.equals("small");
+    /** Whether the last frame delivered spanned at most two lines. */
+    private boolean lastSmall = true;
+
+    private static String lineAheadMode(String value) {
+        if (!value.equals("small") && !value.equals("true") && !value.equals("false")) {
+            throw new IllegalArgumentException("rdmastore.ucx.lineAhead is small, true or false, not '" + value + "'");
+        }
+        return value;
+    }
+
     /** Sums the second lines loaded ahead, so that the loads are not optimised away; never read otherwise. */
     private long lineAhead;
 
@@ -253,7 +266,7 @@ final class UcxConnection extends UcxConnectionBase {
                 head += toEnd;
                 continue;
             }
-            if (LINE_AHEAD && toEnd > ALIGN) {
+            if (LINE_AHEAD && toEnd > ALIGN && (lastSmall || !LINE_AHEAD_SMALL)) {
                 // The frame's second line, loaded with its first and not after its header (whose length would give
                 // its address): where a line's move between two cores costs hundreds of nanoseconds, the two moves
                 // overlap instead of queuing one behind the other.
@@ -305,6 +318,7 @@ final class UcxConnection extends UcxConnectionBase {
             receive(pos + HEADER, length, flags);
             release(pos, frame, footer);
             head += frame;
+            lastSmall = frame <= 2 * ALIGN;
             work++;
             if (!isOpen()) {
                 return work;
