@@ -117,11 +117,6 @@ final class StagingBuffers implements AutoCloseable {
         b.arena().close();
     }
 
-    /** Bytes held by idle buffers. */
-    synchronized long idleBytes() {
-        return idle.size() * bytes;
-    }
-
     @Override
     public void close() {
         synchronized (this) {
