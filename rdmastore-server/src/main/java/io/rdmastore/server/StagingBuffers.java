@@ -62,7 +62,7 @@ final class StagingBuffers implements AutoCloseable {
         this.keep = keep;
     }
 
-    /** An idle buffer, or a new one (zeroed on allocation, so its pages are mapped before any pull lands). */
+    /** An idle buffer, or a new one (untouched: the first pull into it faults its pages in). */
     Buffer take() {
         synchronized (this) {
             if (closed) {
