@@ -103,6 +103,7 @@ class BlobDistributionFaultTest {
         Map<String, Integer> written = new LinkedHashMap<>();   // key -> expected CRC32C
         Map<String, Boolean> acked = new LinkedHashMap<>();     // key -> acknowledged (w:majority)
         int midTransferKills = 0;
+        int catchUpPulls = 0;   // rounds whose restarted secondary pulled the blob it missed (ReplicaSet's catch-up)
         // A 1 s election timeout (the default is 150-300 ms): on two cores, three members and a parallel pull can
         // starve the surviving secondary's heartbeat past 150 ms, and a spurious election after a secondary's death
         // fails the put's majority for a reason this test is not about (seen once in five runs).
@@ -120,6 +121,7 @@ class BlobDistributionFaultTest {
                 fill(src, 0x5DEECE66DL * (round + 1) + transport.hashCode());
                 int expected = crc(src);
                 written.put(key, expected);
+                ReplicaSetProcesses.Member killed;
                 try (RdmaStoreClient client = RdmaStoreClient.connect(uri)) {
                     String primaryAddress = client.topology().primaryAddress();
                     ReplicaSetProcesses.Member primary = set.members().stream()
@@ -142,6 +144,7 @@ class BlobDistributionFaultTest {
                             }
                         }
                         victim.kill();
+                        killed = victim;
                         if (mid) {
                             midTransferKills++;
                         }
@@ -180,12 +183,19 @@ class BlobDistributionFaultTest {
                     }
                 }
                 nothingWrongServed(set, written);
+                String pulled = info(killed, "blobs_pulled");
+                if (!killPrimary && pulled != null && !pulled.isEmpty() && Long.parseLong(pulled) > 0) {
+                    catchUpPulls++;
+                }
             }
             System.out.println("blob distribution faults over " + transport + ": " + ROUNDS + " rounds, "
-                + midTransferKills + " kills while the victim was pulling, acknowledged: " + acked);
+                + midTransferKills + " kills while the victim was pulling, " + catchUpPulls + " restarted"
+                + " secondaries caught up by pulling, acknowledged: " + acked);
             assertTrue(acked.values().stream().filter(v -> v).count() >= ROUNDS / 2,
                 "too few puts were acknowledged: " + acked);
             assertTrue(midTransferKills >= 1, "no kill landed while a member was pulling: the test proved nothing");
+            assertTrue(catchUpPulls >= 1, "no restarted secondary pulled the blob it missed: the catch-up pull"
+                + " (staged through the file's writes) went untested");
         } finally {
             deleteTree(dir);
         }
