@@ -37,6 +37,8 @@ public final class YcsbWorkloads implements Experiment {
     static final String[] SYSTEMS = {"rdmastore-ucx", "rdmastore-tcp", "redis"};
     private static final long PHASE_TIMEOUT_S = 120;
     private static final long RUN_SECONDS = 8;
+    /** A child's warm-up goes on while its JIT is busy, up to this many times the minimum (YcsbChildMain). */
+    private static final double WARM_MAX_FACTOR = 5;
 
     @Override
     public String id() {
@@ -81,6 +83,7 @@ public final class YcsbWorkloads implements Experiment {
         // YCSB's maxexecutiontime is whole seconds
         int measureS = (int) Math.max(1, Math.round(options.measureNanos(2_000_000_000L, 1_000_000_000L) / 1e9));
         double warmS = options.warmNanos(1_000_000_000L, 500_000_000L) / 1e9;
+        double warmMaxS = Math.max(warmS, WARM_MAX_FACTOR * warmS);
         int threads = Integer.getInteger("rdmastore.bench.ycsb.threads", 1);
         System.out.println("YCSB: workload E skipped: " + YcsbRdmaStoreDb.SCAN_UNSUPPORTED);
         // --quick: read, update and insert paths only (A and D), to keep the CI smoke run short
@@ -141,24 +144,27 @@ public final class YcsbWorkloads implements Experiment {
                     check(system, "load", load, errors);
                     if (serverWarmS > 0) {
                         for (String w : workloads) {
-                            Phase warm = phase(w, records, warmS, serverWarmS, threads, dbArgs, () -> Double.NaN);
+                            // for the server's JIT: the client's own warm-up comes with each measured cell
+                            Phase warm = phase(w, records, 0, serverWarmS, threads, dbArgs, () -> Double.NaN);
                             check(system, w + " (server warm-up)", warm, errors);
                             progress.step(system + " warm-up " + w);
                         }
                     }
                     for (CpuState.Mode mode : options.cpuModes()) {
-                        for (int r = 0; r < options.repeats(); r++) {
-                            for (String w : workloads) {
-                                Phase p;
-                                try (CpuState.Guard g = CpuState.enter(mode, (long) ((warmS + measureS
-                                    + PHASE_TIMEOUT_S) * 1e9))) {
-                                    mechanisms.put(mode.label(), g.mechanism());
-                                    p = phase(w, records, warmS, measureS, threads, dbArgs, serverCpu);
-                                }
+                        for (String w : workloads) {
+                            List<Phase> ps;
+                            try (CpuState.Guard g = CpuState.enter(mode, (long) ((warmMaxS + options.repeats()
+                                * (measureS + 1) + PHASE_TIMEOUT_S) * 1e9))) {
+                                mechanisms.put(mode.label(), g.mechanism());
+                                ps = phases(w, records, warmS, measureS, options.repeats(), threads, dbArgs,
+                                    serverCpu);
+                            }
+                            for (int r = 0; r < ps.size(); r++) {
+                                Phase p = ps.get(r);
                                 results.computeIfAbsent(key(system, pairing.label(), mode.label(), w),
                                     k -> new ArrayList<>()).add(p);
                                 check(system, w, p, errors);
-                                System.err.printf("%nYCSB %s %s %s repeat %d: %,.0f ops/s, p50 %.0f us, p99 %.0f us%n",
+                                System.err.printf("%nYCSB %s %s %s window %d: %,.0f ops/s, p50 %.0f us, p99 %.0f us%n",
                                     system, mode.label(), w, r + 1, p.opsPerS(), p.p50Us(), p.p99Us());
                                 progress.step(system + " " + mode.label() + " " + w);
                             }
@@ -168,7 +174,8 @@ public final class YcsbWorkloads implements Experiment {
             }
         }
         progress.done();
-        report(options, workloads, records, warmS, measureS, serverWarmS, threads, results, mechanisms, report);
+        report(options, workloads, records, warmS, warmMaxS, measureS, serverWarmS, threads, results, mechanisms,
+            report);
         if (!errors.isEmpty()) {
             throw new IllegalStateException("YCSB: failed operations: " + String.join("; ", errors));
         }
@@ -180,8 +187,8 @@ public final class YcsbWorkloads implements Experiment {
         return ps == null ? Spread.of() : Spread.of(ps.stream().mapToDouble(f).toArray());
     }
 
-    private static void report(BenchOptions options, List<String> workloads, int records, double warmS, int measureS,
-                               int serverWarmS,
+    private static void report(BenchOptions options, List<String> workloads, int records, double warmS,
+                               double warmMaxS, int measureS, int serverWarmS,
                                int threads, Map<String, List<Phase>> results, Map<String, String> mechanisms,
                                Report report) {
         List<Row> rows = new ArrayList<>();
@@ -258,18 +265,22 @@ public final class YcsbWorkloads implements Experiment {
                 }
             }
         }
-        String notes = String.format(Locale.ROOT, "YCSB 0.17.0 site.ycsb.Client, CoreWorkload, %d records of 10 fields x"
-                + " 100 B stored as hashes, %d client thread(s). Each workload runs in a YCSB JVM of its own: first "
-                + "%.1f s of the same workload's transactions in that JVM, unmeasured (YCSB's measurements reset "
-                + "after), then %d s measured by YCSB (maxexecutiontime; operationcount unbounded), repeated %d "
-                + "time(s) per CPU mode against the same server process, %s; ops/s is the median with the range "
-                + "(min-max) of the repeats, ratios are of medians. CPU modes: %s. Persistence pairings: %s. The ucx "
+        String notes = String.format(Locale.ROOT, "YCSB 0.17.0 (its ClientThread, CoreWorkload, measurements and "
+                + "text summary), %d records of 10 fields x 100 B stored as hashes, %d client thread(s). Each workload "
+                + "runs per CPU mode in a YCSB JVM of its own: first the same workload's transactions in that JVM, "
+                + "unmeasured, for at least %.1f s and on while its JIT compiles (until two quarter seconds in a row "
+                + "in which the compilers worked under 2%% of the time, at most %.1f s: a spinning client and server "
+                + "on two cores leave the compiler threads little CPU, and a 1 s warm-up left the ucx client "
+                + "compiling for 3 s more); then %d measured runs of %d s each in that warm JVM, each as YCSB's "
+                + "client makes one (fresh connections, workload and measurements; maxexecutiontime, operationcount "
+                + "unbounded), against the same server process, %s; ops/s is the median with the range (min-max) "
+                + "of the runs, ratios are of medians. CPU modes: %s. Persistence pairings: %s. The ucx "
                 + "server runs --ucx-idle spin. Workload E skipped: %s. CPU is over the measured runs only: the "
-                + "server's from /proc between the child's start of measurement and its summary, the client's the "
-                + "YCSB JVM's CPU after its warm-up (its summary export included).%n%nCPU cost:%n%n%s",
-            records, threads, warmS, measureS, options.repeats(),
-            serverWarmS > 0 ? "which first ran every workload once, unmeasured (" + serverWarmS + " s each after the "
-                + "same warm-up; -Drdmastore.bench.ycsb.serverWarmup=0 skips it)" : "without an unmeasured pass first",
+                + "server's from /proc between the child's start of a run and its summary, the client's the YCSB "
+                + "JVM's CPU over the same run (its summary export included).%n%nCPU cost:%n%n%s",
+            records, threads, warmS, warmMaxS, options.repeats(), measureS,
+            serverWarmS > 0 ? "which first ran every workload once, unmeasured (" + serverWarmS + " s each in a "
+                + "fresh YCSB JVM; -Drdmastore.bench.ycsb.serverWarmup=0 skips it)" : "without an unmeasured pass first",
             E2Latency.describe(options.cpuModes(), mechanisms),
             String.join("; ", options.persistence().stream().map(p -> p.label() + " = " + p.describe()).toList()),
             YcsbRdmaStoreDb.SCAN_UNSUPPORTED, Report.table(cpuHeader, cpuBody));
@@ -298,17 +309,35 @@ public final class YcsbWorkloads implements Experiment {
     }
 
     /**
-     * Runs one workload in a child JVM: {@code warmS} seconds unmeasured, then {@code measureS} seconds measured; the
-     * server's CPU ({@code serverCpu}) is read as the child starts measuring and as it prints its summary.
+     * Runs one workload in a child JVM: at least {@code warmS} seconds unmeasured (on while its JIT is busy), then
+     * {@code measureS} seconds measured; the server's CPU ({@code serverCpu}) is read as the child starts measuring
+     * and as it prints its summary.
      */
     static Phase phase(String workload, int records, double warmS, int measureS, int threads, List<String> dbArgs,
                        java.util.function.DoubleSupplier serverCpu) throws IOException, InterruptedException {
-        return phase(false, workload, records, Integer.MAX_VALUE, warmS, measureS, threads, dbArgs, serverCpu);
+        return phases(workload, records, warmS, measureS, 1, threads, dbArgs, serverCpu).getFirst();
+    }
+
+    /**
+     * Runs one workload in a child JVM: the warm-up of {@link #phase}, then {@code windows} measured runs of
+     * {@code measureS} seconds one after the other in that JVM, each on fresh connections, a phase each.
+     */
+    static List<Phase> phases(String workload, int records, double warmS, int measureS, int windows, int threads,
+                              List<String> dbArgs, java.util.function.DoubleSupplier serverCpu)
+        throws IOException, InterruptedException {
+        return run(false, workload, records, Integer.MAX_VALUE, warmS, windows, measureS, threads, dbArgs, serverCpu);
     }
 
     private static Phase phase(boolean load, String workload, int records, int operations, double warmS,
                                long maxSeconds, int threads, List<String> dbArgs,
                                java.util.function.DoubleSupplier serverCpu) throws IOException, InterruptedException {
+        return run(load, workload, records, operations, warmS, 0, maxSeconds, threads, dbArgs, serverCpu).getFirst();
+    }
+
+    private static List<Phase> run(boolean load, String workload, int records, int operations, double warmS,
+                                   int windows, long maxSeconds, int threads, List<String> dbArgs,
+                                   java.util.function.DoubleSupplier serverCpu)
+        throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         cmd.add("--enable-native-access=ALL-UNNAMED");
@@ -320,12 +349,20 @@ public final class YcsbWorkloads implements Experiment {
                 cmd.add("-D" + name + "=" + System.getProperty(name));
             }
         }
+        // JVM options for every YCSB child, space-separated (e.g. to profile one)
+        String jvm = System.getProperty("rdmastore.bench.childJvmArgs", "").trim();
+        if (!jvm.isEmpty()) {
+            cmd.addAll(List.of(jvm.split("\\s+")));
+        }
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(YcsbChildMain.class.getName());
         if (warmS > 0) {
-            cmd.add("--warmup-seconds");
-            cmd.add(Double.toString(warmS));
+            cmd.addAll(List.of("--warmup-seconds", Double.toString(warmS), "--warmup-max-seconds",
+                Double.toString(WARM_MAX_FACTOR * warmS)));
+        }
+        if (windows > 0) {
+            cmd.addAll(List.of("--windows", Integer.toString(windows)));
         }
         cmd.add(load ? "-load" : "-t");
         cmd.addAll(dbArgs);
@@ -344,16 +381,18 @@ public final class YcsbWorkloads implements Experiment {
         pb.environment().put("UCX_ERROR_SIGNALS", "");
         Process proc = pb.start();
         List<String> out = new ArrayList<>();
-        double[] cpuMarks = {Double.NaN, Double.NaN};
+        // the server's CPU as each measured run starts and as it prints its summary
+        List<double[]> cpuMarks = new ArrayList<>();
         Thread reader = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(proc.getInputStream(),
                 StandardCharsets.UTF_8))) {
                 String line;
                 while ((line = r.readLine()) != null) {
                     if (line.equals("MEASURE_START")) {
-                        cpuMarks[0] = serverCpu.getAsDouble();
-                    } else if (line.startsWith("[OVERALL], RunTime") && Double.isNaN(cpuMarks[1])) {
-                        cpuMarks[1] = serverCpu.getAsDouble();
+                        cpuMarks.add(new double[] {serverCpu.getAsDouble(), Double.NaN});
+                    } else if (line.startsWith("[OVERALL], RunTime") && !cpuMarks.isEmpty()
+                        && Double.isNaN(cpuMarks.getLast()[1])) {
+                        cpuMarks.getLast()[1] = serverCpu.getAsDouble();
                     }
                     synchronized (out) {
                         out.add(line);
@@ -365,10 +404,11 @@ public final class YcsbWorkloads implements Experiment {
         }, "ycsb-out");
         reader.setDaemon(true);
         reader.start();
-        if (!proc.waitFor(PHASE_TIMEOUT_S, TimeUnit.SECONDS)) {
+        long timeoutS = PHASE_TIMEOUT_S + (long) (WARM_MAX_FACTOR * warmS) + (long) windows * (maxSeconds + 1);
+        String what = load ? "load" : "workload " + workload;
+        if (!proc.waitFor(timeoutS, TimeUnit.SECONDS)) {
             proc.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            throw new IllegalStateException("YCSB " + (load ? "load" : "workload " + workload) + " did not finish in "
-                + PHASE_TIMEOUT_S + " s");
+            throw new IllegalStateException("YCSB " + what + " did not finish in " + timeoutS + " s");
         }
         reader.join(10_000);
         List<String> lines;
@@ -376,15 +416,42 @@ public final class YcsbWorkloads implements Experiment {
             lines = List.copyOf(out);
         }
         if (proc.exitValue() != 0) {
-            throw new IllegalStateException("YCSB " + (load ? "load" : "workload " + workload) + " exited with "
-                + proc.exitValue() + ":\n" + tail(lines));
+            throw new IllegalStateException("YCSB " + what + " exited with " + proc.exitValue() + ":\n" + tail(lines));
         }
-        Phase phase = parse(lines, load ? "INSERT" : "READ").withServerCpu(cpuMarks[1] - cpuMarks[0]);
-        if (phase.operations() == 0) {
-            throw new IllegalStateException("YCSB " + (load ? "load" : "workload " + workload) + " completed no"
-                + " operation:\n" + tail(lines));
+        List<List<String>> runs = splitRuns(lines, windows);
+        List<Phase> phases = new ArrayList<>();
+        for (int i = 0; i < runs.size(); i++) {
+            double[] marks = i < cpuMarks.size() ? cpuMarks.get(i) : new double[] {Double.NaN, Double.NaN};
+            Phase phase = parse(runs.get(i), load ? "INSERT" : "READ").withServerCpu(marks[1] - marks[0]);
+            if (phase.operations() == 0) {
+                throw new IllegalStateException("YCSB " + what + " completed no operation:\n" + tail(runs.get(i)));
+            }
+            phases.add(phase);
         }
-        return phase;
+        return phases;
+    }
+
+    /**
+     * A child's output cut into its measured runs: with {@code windows} > 0, each from its {@code MEASURE_START} to
+     * the next (the warm-up's lines before the first are dropped), exactly {@code windows} of them; else all of it.
+     */
+    static List<List<String>> splitRuns(List<String> lines, int windows) {
+        if (windows == 0) {
+            return List.of(lines);
+        }
+        List<List<String>> runs = new ArrayList<>();
+        for (String line : lines) {
+            if (line.equals("MEASURE_START")) {
+                runs.add(new ArrayList<>());
+            } else if (!runs.isEmpty()) {
+                runs.getLast().add(line);
+            }
+        }
+        if (runs.size() != windows) {
+            throw new IllegalStateException("YCSB printed " + runs.size() + " measured runs, not " + windows + ":\n"
+                + tail(lines));
+        }
+        return runs;
     }
 
     private static String tail(List<String> lines) {

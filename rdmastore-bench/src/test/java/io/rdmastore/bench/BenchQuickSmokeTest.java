@@ -139,6 +139,31 @@ class BenchQuickSmokeTest {
 
     @Test
     @Timeout(10)
+    void ycsbWindowsOfOneChildAreParsedEachOnItsOwn() {
+        List<String> out = List.of("WARM_SECONDS 3.10 JIT_MS 900", "[READ], Return=OK, 7", "MEASURE_START",
+            "WARM_CPU_SECONDS 4.0", "[OVERALL], Throughput(ops/sec), 100", "[READ], Return=OK, 200",
+            "CPU_SECONDS 5.5", "MEASURE_START", "WARM_CPU_SECONDS 5.5", "[OVERALL], Throughput(ops/sec), 300",
+            "[READ], Return=OK, 600", "[READ], Return=ERROR, 2", "CPU_SECONDS 6.0");
+        List<List<String>> runs = YcsbWorkloads.splitRuns(out, 2);
+        assertEquals(2, runs.size());
+        YcsbWorkloads.Phase first = YcsbWorkloads.parse(runs.get(0), "READ");
+        YcsbWorkloads.Phase second = YcsbWorkloads.parse(runs.get(1), "READ");
+        // the warm-up's operations count in neither; each run's CPU is its own
+        assertEquals(200, first.operations());
+        assertEquals(100, first.opsPerS());
+        assertEquals(1.5, first.clientCpuS(), 1e-9);
+        assertEquals(602, second.operations());
+        assertEquals(2, second.failed());
+        assertEquals(0.5, second.clientCpuS(), 1e-9);
+        // a child that printed fewer runs than asked for is an error, not a shorter median
+        IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+            () -> YcsbWorkloads.splitRuns(out, 3));
+        assertTrue(e.getMessage().contains("2 measured runs, not 3"), e.getMessage());
+        assertEquals(List.of(out), YcsbWorkloads.splitRuns(out, 0));
+    }
+
+    @Test
+    @Timeout(10)
     void summaryRatiosFavourTheFasterSystemAndMarkFailures() {
         java.util.Map<String, List<Row>> results = new java.util.LinkedHashMap<>();
         results.put("EX", List.of(new Row("EX", "rdmastore-ucx", "ring", 32, 1, "ops_per_s", 400),
