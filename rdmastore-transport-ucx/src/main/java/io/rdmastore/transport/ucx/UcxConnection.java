@@ -87,6 +87,11 @@ final class UcxConnection extends UcxConnectionBase {
 
     private long remoteRing;
     private long remoteCredit;
+    /**
+     * The peer's credit word where it is mapped here (with its ring, {@link #direct}): credit is then one ordered store,
+     * like a frame, instead of a put that the worker must progress; null otherwise.
+     */
+    private UnsafeBuffer peerCredit;
     /** The key of the peer's slot (its ring and credit word); package-private for the isolation test. */
     UcpRemoteKey remoteKey;
     private boolean remoteKnown;
@@ -188,6 +193,8 @@ final class UcxConnection extends UcxConnectionBase {
         direct = mapped != 0;
         ordered = direct && orderedFrames && remoteMode == 2;
         mirrorAt(direct ? mapped : slotAddress + transport.ringCapacity());
+        long mappedCredit = direct && DIRECT_CREDIT ? MappedRings.pointer(remoteKey, remoteCredit) : 0;
+        peerCredit = mappedCredit != 0 ? new UnsafeBuffer(mappedCredit, 8) : null;
         remoteKnown = true;
     }
 
@@ -227,6 +234,11 @@ final class UcxConnection extends UcxConnectionBase {
      */
     static final String LINE_AHEAD_MODE = lineAheadMode(System.getProperty("rdmastore.ucx.lineAhead", "small"));
     static final boolean LINE_AHEAD = !LINE_AHEAD_MODE.equals("false");
+    /**
+     * Whether credit to a peer whose slot is mapped here is stored straight into its credit word (default) rather than
+     * put; {@code -Drdmastore.ucx.directCredit=false} puts it.
+     */
+    static final boolean DIRECT_CREDIT = !"false".equals(System.getProperty("rdmastore.ucx.directCredit"));
     /** Only while the frames arriving are of one or two lines. */
     static final boolean LINE_AHEAD_SMALL = LINE_AHEAD_MODE.equals("small");
     /** Whether the last frame delivered spanned at most two lines. */
@@ -393,9 +405,19 @@ final class UcxConnection extends UcxConnectionBase {
 
     private void sendCredit() {
         int position = (int) head;
-        creditStage.putLong(0, (position & 0xFFFFFFFFL) | ((long) ~position << 32));
-        creditInFlight = true;
+        long word = (position & 0xFFFFFFFFL) | ((long) ~position << 32);
         lastAckSent = head;
+        UnsafeBuffer mapped = peerCredit;
+        if (mapped != null) {
+            // one aligned 8-byte store: the peer reads the word whole, before or after it
+            mapped.putLongOrdered(0, word);
+            transport.creditStores.increment();
+            ringPeer();
+            return;
+        }
+        transport.creditPuts.increment();
+        creditStage.putLong(0, word);
+        creditInFlight = true;
         UcpRequest r = ep.putNonBlocking(creditStageAddress, 8, remoteCredit, remoteKey, creditDone);
         if (r == null) {
             creditInFlight = false;
@@ -692,6 +714,7 @@ final class UcxConnection extends UcxConnectionBase {
             // the peer's ring is unmapped with its key, closed below: nothing may write there any more
             direct = false;
             ordered = false;
+            peerCredit = null;
             mirrorAt(slotAddress + transport.ringCapacity());
         }
         if (remoteKey != null) {

@@ -319,6 +319,9 @@ public final class UcxTransport implements UpgradeTransport {
     private AmDispatcher am;
     /** Bytes copied beyond the one copy into the ring, over all connections (package-private for tests). */
     final CopyCounters copies = new CopyCounters();
+    /** Credit sent to peers: stored into a mapped credit word, or put (package-private for tests). */
+    final java.util.concurrent.atomic.LongAdder creditStores = new java.util.concurrent.atomic.LongAdder();
+    final java.util.concurrent.atomic.LongAdder creditPuts = new java.util.concurrent.atomic.LongAdder();
 
     /** A transport with defaults (and system properties {@code rdmastore.ucx.*}). */
     public UcxTransport() {

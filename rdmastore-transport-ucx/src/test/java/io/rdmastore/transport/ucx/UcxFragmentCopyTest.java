@@ -31,7 +31,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * small one) and a 3 MiB message (three times the ring, so the sender must wait for credit in the middle of it).
  * Offered by a thread that can drive, they go out from the caller's memory: no byte is copied on the send side of
  * either peer, and the receiver gathers each message once into an assembly buffer it keeps. With two threads offering
- * at once every message still arrives whole, and each thread's messages in its order.
+ * at once every message still arrives whole, and each thread's messages in its order. Credit to a peer whose ring is
+ * mapped here is stored, not put.
  */
 class UcxFragmentCopyTest {
     private static final int RING = 1 << 20;
@@ -165,6 +166,14 @@ class UcxFragmentCopyTest {
                     "server receive copies for " + rounds + " messages of " + size + " B");
             }
             assertTrue(bytes > 40L * RING, "too few laps: " + bytes);
+            // credit to a peer whose slot is mapped here is a store into its credit word; otherwise a put
+            boolean mapped = c.describe().contains("mapped");
+            for (UcxTransport t : new UcxTransport[] {client, server}) {
+                long stores = t.creditStores.sum();
+                long puts = t.creditPuts.sum();
+                assertTrue(mapped ? stores > 0 && puts == 0 : puts > 0 && stores == 0,
+                    "credit stores " + stores + ", puts " + puts + " on " + c.describe());
+            }
             c.close();
             l.close();
         }
