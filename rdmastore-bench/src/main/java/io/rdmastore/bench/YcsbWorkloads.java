@@ -83,7 +83,7 @@ public final class YcsbWorkloads implements Experiment {
         // YCSB's maxexecutiontime is whole seconds
         int measureS = (int) Math.max(1, Math.round(options.measureNanos(2_000_000_000L, 1_000_000_000L) / 1e9));
         double warmS = options.warmNanos(1_000_000_000L, 500_000_000L) / 1e9;
-        double warmMaxS = Math.max(warmS, WARM_MAX_FACTOR * warmS);
+        double warmMaxS = WARM_MAX_FACTOR * warmS;
         int threads = Integer.getInteger("rdmastore.bench.ycsb.threads", 1);
         System.out.println("YCSB: workload E skipped: " + YcsbRdmaStoreDb.SCAN_UNSUPPORTED);
         // --quick: read, update and insert paths only (A and D), to keep the CI smoke run short
@@ -280,7 +280,8 @@ public final class YcsbWorkloads implements Experiment {
                 + "JVM's CPU over the same run (its summary export included).%n%nCPU cost:%n%n%s",
             records, threads, warmS, warmMaxS, options.repeats(), measureS,
             serverWarmS > 0 ? "which first ran every workload once, unmeasured (" + serverWarmS + " s each in a "
-                + "fresh YCSB JVM; -Drdmastore.bench.ycsb.serverWarmup=0 skips it)" : "without an unmeasured pass first",
+                + "fresh YCSB JVM; -Drdmastore.bench.ycsb.serverWarmup=0 skips it)"
+                : "without an unmeasured pass first",
             E2Latency.describe(options.cpuModes(), mechanisms),
             String.join("; ", options.persistence().stream().map(p -> p.label() + " = " + p.describe()).toList()),
             YcsbRdmaStoreDb.SCAN_UNSUPPORTED, Report.table(cpuHeader, cpuBody));

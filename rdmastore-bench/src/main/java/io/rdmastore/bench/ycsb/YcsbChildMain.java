@@ -83,6 +83,9 @@ public final class YcsbChildMain {
             int threads = 1;
             boolean transactions = false;
             for (int i = 0; i < args.length; i++) {
+                if (args[i].matches("-p|-db|-threads") && i + 1 == args.length) {
+                    throw new IllegalArgumentException(args[i] + " wants a value");
+                }
                 switch (args[i]) {
                     case "-p" -> {
                         String kv = args[++i];
@@ -127,10 +130,7 @@ public final class YcsbChildMain {
         List<Thread> threads = new ArrayList<>();
         List<site.ycsb.ClientThread> clients = new ArrayList<>();
         for (int t = 0; t < a.threads; t++) {
-            site.ycsb.DB d = site.ycsb.DBFactory.newDB(a.db, p, tracer);
-            if (d == null) {
-                throw new IllegalArgumentException("cannot load the YCSB binding " + a.db);
-            }
+            site.ycsb.DB d = newDb(a, tracer);
             int ops = opcount / a.threads + (t < opcount % a.threads ? 1 : 0);
             site.ycsb.ClientThread c = new site.ycsb.ClientThread(d, true, w, p, ops, -1, done);
             c.setThreadId(t);
@@ -175,6 +175,16 @@ public final class YcsbChildMain {
         System.err.flush();
     }
 
+    /** The binding inside YCSB's measuring wrapper, as YCSB's client makes it. */
+    private static site.ycsb.DB newDb(Args a, org.apache.htrace.core.Tracer tracer)
+        throws site.ycsb.UnknownDBException {
+        site.ycsb.DB d = site.ycsb.DBFactory.newDB(a.db, a.props, tracer);
+        if (d == null) {
+            throw new IllegalArgumentException("cannot load the YCSB binding " + a.db);
+        }
+        return d;
+    }
+
     private static org.apache.htrace.core.Tracer tracer() {
         return new org.apache.htrace.core.Tracer.Builder("YCSB " + YcsbChildMain.class.getSimpleName())
             .conf(org.apache.htrace.core.HTraceConfiguration.EMPTY).build();
@@ -203,10 +213,7 @@ public final class YcsbChildMain {
         Properties p = a.props;
         site.ycsb.measurements.Measurements.setProperties(p);
         // the wrapper YCSB's client puts around the binding: its timing and recording are on the measured path too
-        site.ycsb.DB d = site.ycsb.DBFactory.newDB(a.db, p, tracer());
-        if (d == null) {
-            throw new IllegalArgumentException("cannot load the YCSB binding " + a.db);
-        }
+        site.ycsb.DB d = newDb(a, tracer());
         d.init();
         site.ycsb.Workload w = (site.ycsb.Workload) Class.forName(p.getProperty("workload"))
             .getDeclaredConstructor().newInstance();
@@ -226,7 +233,8 @@ public final class YcsbChildMain {
             now = System.nanoTime();
             if (now - windowStart >= WINDOW_NS) {
                 long jitMs = jitTimed ? jit.getTotalCompilationTime() : windowJitMs;
-                quietWindows = (jitMs - windowJitMs) * 1e6 < QUIET_JIT_SHARE * (now - windowStart) ? quietWindows + 1 : 0;
+                boolean quiet = (jitMs - windowJitMs) * 1e6 < QUIET_JIT_SHARE * (now - windowStart);
+                quietWindows = quiet ? quietWindows + 1 : 0;
                 if (now - minEnd >= 0 && (quietWindows >= QUIET_WINDOWS || !jitTimed)) {
                     break;
                 }

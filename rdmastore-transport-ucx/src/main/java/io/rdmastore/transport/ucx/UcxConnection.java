@@ -88,8 +88,8 @@ final class UcxConnection extends UcxConnectionBase {
     private long remoteRing;
     private long remoteCredit;
     /**
-     * The peer's credit word where it is mapped here (with its ring, {@link #direct}): credit is then one ordered store,
-     * like a frame, instead of a put that the worker must progress; null otherwise.
+     * The peer's credit word where it is mapped here (with its ring, {@link #direct}): credit is then one ordered
+     * store, like a frame, instead of a put that the worker must progress; null otherwise.
      */
     private UnsafeBuffer peerCredit;
     /** The key of the peer's slot (its ring and credit word); package-private for the isolation test. */
