@@ -2,11 +2,11 @@ package io.rdmastore.transport.tcp;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.EventLoop;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.epoll.EpollReadsOff;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.channel.unix.Socket;
 import io.rdmastore.transport.Connection;
 import io.rdmastore.transport.MemoryRanges;
@@ -30,6 +30,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -805,7 +806,36 @@ final class TcpConnection implements Connection {
         ByteBuf b = channel.alloc().directBuffer(HEADER_LENGTH + t.length);
         b.writeInt(t.length).writeByte(FrameDescriptor.ERROR).writeBytes(t);
         synchronized (this) {
-            channel.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
+            channel.writeAndFlush(b).addListener(f -> lingerThenClose());
+        }
+    }
+
+    /** How long a connection closing after an ERROR frame waits for the peer to close first. */
+    static final long LINGER_MILLIS = 1_000;
+
+    /**
+     * After an ERROR frame: shuts the write side (the peer reads the frame, then the end of the stream) and drops what
+     * the peer still sends ({@link #nextFrame} skips it once closed) until the peer closes, or for at most
+     * {@link #LINGER_MILLIS}. Closing at once with the peer's bytes unread makes the kernel answer with a reset, which
+     * can reach the peer before it has read the frame and takes the reason with it.
+     */
+    private void lingerThenClose() {
+        if (channel instanceof DuplexChannel d && channel.isActive() && !d.isOutputShutdown()) {
+            d.shutdownOutput().addListener(f -> {
+                if (!channel.isActive()) {
+                    return;
+                }
+                try {
+                    channel.eventLoop().schedule(() -> {
+                        channel.close();
+                    }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
+                } catch (RejectedExecutionException e) {
+                    // the loop is stopping and closes its channels itself
+                    channel.close();
+                }
+            });
+        } else {
+            channel.close();
         }
     }
 

@@ -5,6 +5,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.handler.codec.LineBasedFrameDecoder;
+import io.rdmastore.transport.CarrierTransport;
 import io.rdmastore.transport.ConnectOptions;
 import io.rdmastore.transport.Connection;
 import io.rdmastore.transport.Listener;
@@ -242,6 +243,42 @@ class TcpTransportTest {
         assertTrue(clientCause.get().getMessage().contains("exceeds the maximum of 1024"),
             clientCause.get().getMessage());
         assertEquals(TransportStatus.CLOSED, c.offer(MemorySegment.ofArray(new byte[1])));
+    }
+
+    /**
+     * An oversize message refused at its header leaves most of its bytes unread in the server's socket. Closing then
+     * would make the kernel answer with a reset, which can throw away the ERROR frame still queued to the peer; the
+     * server shuts its write side and drains instead: a peer that goes on sending reads the frame, then a clean end of
+     * the stream (closing at once, its writes or reads fail with a reset).
+     */
+    @Test
+    @Timeout(60)
+    void aPeerStillSendingWhenRefusedReadsTheReasonAndACleanEnd() throws Exception {
+        TcpTransport server = track(new TcpTransport(new TcpTransport.Context().maxMessageLength(1024)));
+        InetSocketAddress addr = track(server.listen(ANY, c -> ECHO)).localAddress();
+        for (int round = 0; round < 3; round++) {
+            try (Socket s = new Socket()) {
+                s.connect(addr, 5000);
+                s.setSoTimeout(5000);
+                int length = 1 << 20;
+                ByteBuffer head = ByteBuffer.allocate(4 + FrameDescriptor.HEADER_LENGTH)
+                    .putInt(CarrierTransport.PREFACE).putInt(length).put(FrameDescriptor.MESSAGE);
+                OutputStream out = s.getOutputStream();
+                out.write(head.array());
+                byte[] chunk = new byte[64 << 10];
+                for (int sent = 0; sent < length; sent += chunk.length) {
+                    out.write(chunk);
+                }
+                out.flush();
+                java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
+                int textLength = in.readInt();
+                assertEquals(FrameDescriptor.ERROR, in.readByte(), "round " + round);
+                byte[] text = in.readNBytes(textLength);
+                assertTrue(new String(text, StandardCharsets.UTF_8).contains("exceeds the maximum of 1024"),
+                    new String(text, StandardCharsets.UTF_8));
+                assertEquals(-1, in.read(), "round " + round + ": the server's end of the stream");
+            }
+        }
     }
 
     @Test
