@@ -1076,22 +1076,24 @@ final class ClientCore implements AutoCloseable {
         }
 
         void attempt() {
+            attempt(null);
+        }
+
+        /**
+         * One attempt. {@code first}, when given, is the primary's session as {@link #start} found it, not stale, under
+         * the failover's lock, with this operation already counted in its {@code operations}: the operation goes there
+         * even if a refusal marked it stale since, so that its own refusal comes back behind the earlier ones and the
+         * failover's drain, which waits for that count, retries it after them.
+         */
+        private void attempt(Session first) {
             attempts++;
             Session s;
             try {
-                if (closed) {
-                    throw new RdmaStoreException("client is closed");
-                }
-                if (!replicated) {
-                    s = session();
-                } else {
-                    s = kind == READ ? readSession(deadline) : primarySession(deadline);
-                }
+                s = counted(first);
             } catch (RuntimeException e) {
                 completeExceptionally(e);
                 return;
             }
-            s.operations.incrementAndGet();
             Call<T> main = send(s, opcode, body, decoder, timeout);
             Call<?> extra = null;
             if (!main.isCompletedExceptionally()) {
@@ -1119,6 +1121,27 @@ final class ClientCore implements AutoCloseable {
                 main.whenComplete(done);
                 second.whenComplete(done);
             }
+        }
+
+        /** The session this attempt goes to, counted in its {@code operations}: {@code first} while it is open. */
+        private Session counted(Session first) {
+            if (first != null && first.open && !closed) {
+                return first;
+            }
+            if (first != null) {
+                first.operations.decrementAndGet();
+            }
+            if (closed) {
+                throw new RdmaStoreException("client is closed");
+            }
+            Session s;
+            if (!replicated) {
+                s = session();
+            } else {
+                s = kind == READ ? readSession(deadline) : primarySession(deadline);
+            }
+            s.operations.incrementAndGet();
+            return s;
         }
 
         private void settle(Session s, Call<T> main, Call<?> extra) {
@@ -1179,17 +1202,29 @@ final class ClientCore implements AutoCloseable {
             retryLater(this::attempt, refused);
         }
 
-        /** The first attempt: behind the retries of a failover in progress, so it cannot overtake them. */
+        /**
+         * The first attempt: behind the retries of a failover in progress, so it cannot overtake them. The session is
+         * read under the same lock: a refusal that marks it stale after this look is answered behind this operation's
+         * own request on the same connection, whereas rediscovering outside the lock could send this operation to
+         * the new primary ahead of the retries of operations sent before it.
+         */
         void start() {
+            Session first = null;
             if (replicated) {
                 synchronized (retries) {
                     if (retrying) {
                         held.add(this::attempt);
                         return;
                     }
+                    Session s = session;
+                    if (s != null && s.open && !s.notPrimary
+                        && (kind != READ || config.readPreference() == ReadPreference.PRIMARY)) {
+                        s.operations.incrementAndGet();
+                        first = s;
+                    }
                 }
             }
-            attempt();
+            attempt(first);
         }
     }
 
