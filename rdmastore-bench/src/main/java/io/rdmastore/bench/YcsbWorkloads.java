@@ -305,8 +305,8 @@ public final class YcsbWorkloads implements Experiment {
     /** Runs one YCSB load in a child JVM (no warm-up) and parses its summary. */
     static Phase phase(boolean load, String workload, int records, int operations, int threads, List<String> dbArgs)
         throws IOException, InterruptedException {
-        return phase(load, workload, records, operations, 0, load ? PHASE_TIMEOUT_S - 30 : RUN_SECONDS, threads,
-            dbArgs, () -> Double.NaN);
+        return run(load, workload, records, operations, 0, 0, load ? PHASE_TIMEOUT_S - 30 : RUN_SECONDS, threads,
+            dbArgs, () -> Double.NaN).getFirst();
     }
 
     /**
@@ -327,12 +327,6 @@ public final class YcsbWorkloads implements Experiment {
                               List<String> dbArgs, java.util.function.DoubleSupplier serverCpu)
         throws IOException, InterruptedException {
         return run(false, workload, records, Integer.MAX_VALUE, warmS, windows, measureS, threads, dbArgs, serverCpu);
-    }
-
-    private static Phase phase(boolean load, String workload, int records, int operations, double warmS,
-                               long maxSeconds, int threads, List<String> dbArgs,
-                               java.util.function.DoubleSupplier serverCpu) throws IOException, InterruptedException {
-        return run(load, workload, records, operations, warmS, 0, maxSeconds, threads, dbArgs, serverCpu).getFirst();
     }
 
     private static List<Phase> run(boolean load, String workload, int records, int operations, double warmS,

@@ -9,17 +9,17 @@ import java.util.Properties;
  * Runs YCSB in this JVM and prints, next to YCSB's summary, this JVM's CPU time ({@code CPU_SECONDS <s>}), so the
  * benchmark can charge the clients' CPU next to the server's. Started by the benchmark as a child process.
  *
- * <p>{@code --warmup-seconds S} before YCSB's arguments (with {@code -t}) first runs the same workload's
- * transactions in this JVM on a connection of its own, through the measuring wrapper YCSB's client uses, unmeasured
- * (the measurements are reset afterwards), for S seconds and on while the JIT is still busy: until
- * {@value #QUIET_WINDOWS} quarter seconds in a row in which the JVM's compilers worked less than 2% of the time, or
- * {@code --warmup-max-seconds} (default four times S). It prints {@code WARM_SECONDS <s> JIT_MS <ms>}.
- *
- * <p>Without {@code --windows}, YCSB's own {@code site.ycsb.Client} then runs once ({@code WARM_CPU_SECONDS} and
- * {@code MEASURE_START} before it). {@code --windows N} instead makes N measured runs one after the other in this
- * warm JVM, each as YCSB's client makes one (its client threads on fresh connections, a fresh workload and fresh
+ * <p>Without {@code --windows}, YCSB's own {@code site.ycsb.Client} runs once with the given arguments (loads), after
+ * {@code MEASURE_START}. {@code --windows N} (with {@code -t}) instead makes N measured runs one after the other in
+ * this JVM, each as YCSB's client makes one (its client threads on fresh connections, a fresh workload and fresh
  * measurements, {@code maxexecutiontime} seconds, its text summary), each between {@code MEASURE_START} and
  * {@code CPU_SECONDS}.
+ *
+ * <p>{@code --warmup-seconds S} (with {@code --windows}) first runs the same workload's transactions in this JVM on a
+ * connection of its own, through the measuring wrapper YCSB's client uses, unmeasured (the measurements are reset
+ * afterwards), for S seconds and on while the JIT is still busy: until {@value #QUIET_WINDOWS} quarter seconds in a
+ * row in which the JVM's compilers worked less than 2% of the time, or {@code --warmup-max-seconds} (default four
+ * times S). It prints {@code WARM_SECONDS <s> JIT_MS <ms>}.
  */
 public final class YcsbChildMain {
     private YcsbChildMain() {
@@ -46,27 +46,25 @@ public final class YcsbChildMain {
             args = Arrays.copyOfRange(args, 2, args.length);
         }
         Args a = Args.parse(args);
-        if (windows > 0 && !a.transactions) {
-            throw new IllegalArgumentException("--windows measures transactions: give -t");
-        }
         if (windows == 0) {
+            if (warm > 0) {
+                throw new IllegalArgumentException("--warmup-seconds goes with --windows N");
+            }
             Runtime.getRuntime().addShutdownHook(new Thread(() -> {
                 // stderr: YCSB's text exporter closes System.out when it finishes
                 System.err.println("CPU_SECONDS " + cpuSeconds());
                 System.err.flush();
             }, "ycsb-cpu"));
-        }
-        if (warm > 0 && a.transactions) {
-            warmUp(a, warm, warmMax < 0 ? 4 * warm : Math.max(warm, warmMax));
-            if (windows == 0) {
-                System.err.println("WARM_CPU_SECONDS " + cpuSeconds());
-            }
-        }
-        if (windows == 0) {
             System.err.println("MEASURE_START");
             System.err.flush();
             site.ycsb.Client.main(args);
             return;
+        }
+        if (!a.transactions) {
+            throw new IllegalArgumentException("--windows measures transactions: give -t");
+        }
+        if (warm > 0) {
+            warmUp(a, warm, warmMax < 0 ? 4 * warm : Math.max(warm, warmMax));
         }
         for (int i = 0; i < windows; i++) {
             measureWindow(a);
