@@ -406,16 +406,32 @@ abstract class UcxConnectionBase implements Connection {
                 f.completeExceptionally(new TransportException("connection closed: " + describe()));
                 return;
             }
+            UcpRemoteKey key;
             try {
-                UcpRemoteKey key = r.key(transport, ep);
+                key = r.acquire(transport, ep);
+            } catch (Throwable t) {
+                f.completeExceptionally(t);
+                return;
+            }
+            // the key lives until the operation ends (its callback, on this thread) or fails to start
+            boolean[] released = new boolean[1];
+            Runnable release = () -> {
+                if (!released[0]) {
+                    released[0] = true;
+                    r.release(transport, key);
+                }
+            };
+            try {
                 UcxCallback cb = new UcxCallback() {
                     @Override
                     public void onSuccess(UcpRequest request) {
+                        release.run();
                         f.complete(null);
                     }
 
                     @Override
                     public void onError(int status, String message) {
+                        release.run();
                         f.completeExceptionally(new TransportException("ucx " + (read ? "get" : "put")
                             + " failed: " + message + " (" + status + ")"));
                     }
@@ -429,6 +445,7 @@ abstract class UcxConnectionBase implements Connection {
                     ep.flushNonBlocking(cb);
                 }
             } catch (Throwable t) {
+                release.run();
                 f.completeExceptionally(t);
             }
         });

@@ -281,8 +281,12 @@ public final class UcxTransport implements UpgradeTransport {
     private final List<UcxConnectionBase> connections = new ArrayList<>();
     /** Registrations lent out, deregistered at close before the context goes (UCX asserts otherwise). */
     private final java.util.Set<UcpMemory> registrations = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    /** Remote keys unpacked for one-sided operations; driver only. */
-    private final List<org.openucx.jucx.ucp.UcpRemoteKey> remoteKeys = new ArrayList<>();
+    /**
+     * Remote keys unpacked for one-sided operations and not yet destroyed: each is destroyed when the last operation
+     * using it completes ({@link #untrack}), and whatever is left when the worker closes. Driver only.
+     */
+    private final java.util.Set<org.openucx.jucx.ucp.UcpRemoteKey> remoteKeys =
+        java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     /** Endpoint close requests still in flight; driver only. */
     private final List<org.openucx.jucx.ucp.UcpRequest> closing = new ArrayList<>();
     private final DriverLock invokerLock = new DriverLock();
@@ -1218,6 +1222,23 @@ public final class UcxTransport implements UpgradeTransport {
     /** Driver: remembers a remote key so it is released before the worker closes. */
     void track(org.openucx.jucx.ucp.UcpRemoteKey key) {
         remoteKeys.add(key);
+    }
+
+    /**
+     * Driver: destroys a remote key from {@link #track} now; false (and nothing done) when the worker's close already
+     * destroyed it.
+     */
+    boolean untrack(org.openucx.jucx.ucp.UcpRemoteKey key) {
+        if (!remoteKeys.remove(key)) {
+            return false;
+        }
+        key.close();
+        return true;
+    }
+
+    /** Remote keys unpacked for one-sided operations and not destroyed yet (tests). Any thread. */
+    int remoteKeysHeld() {
+        return call(remoteKeys::size);
     }
 
     @Override
