@@ -20,8 +20,10 @@ import java.nio.file.StandardOpenOption;
  * <ul>
  *   <li>get: one {@code process_vm_readv(2)} of the value from the peer process (a kernel copy, the cheapest
  *   cross-process copy measured here; a window of shared memory copied on both sides measured no lower,
- *   docs/decisions.md "Lent copies through shared memory") into a reused buffer, then a copy into a new array of the
- *   value's length, which every E2 GET returns;</li>
+ *   docs/decisions.md "Lent copies through shared memory") into a reused buffer, then a copy into an array of the
+ *   value's length, as every E2 GET returns one. The array is reused too: a new one per read cost its zeroing and,
+ *   in some repeats, a page fault for every page of it (eden the heap had not touched yet: 3.6 ms for 1 MiB against
+ *   158 us in the others), which made the floor a measure of the JVM's heap, not of the move;</li>
  *   <li>put: the same read into the buffer, then one {@code write(2)} of it appended to a file (what a log pays
  *   before it acknowledges a write under {@code everysec}, and Redis's AOF too), which a thread of its own forces to
  *   disk once a second as everysec does; the file starts afresh every {@value #FILE_BYTES} bytes, its blocks reserved
@@ -82,6 +84,7 @@ final class CopyFloor {
         try (Arena arena = Arena.ofConfined(); Appender log = put ? new Appender(dir) : null) {
             MemorySegment buffer = arena.allocate(size, 4096);
             ByteBuffer view = buffer.asByteBuffer();
+            byte[] value = put ? null : new byte[size];
             Histogram h = new Histogram(60_000_000_000L, 3);
             read(peer, buffer, remote, size);
             check(buffer, size);
@@ -98,7 +101,6 @@ final class CopyFloor {
                 if (log != null) {
                     log.append(view.clear());
                 } else {
-                    byte[] value = new byte[size];
                     MemorySegment.copy(buffer, ValueLayout.JAVA_BYTE, 0, value, 0, size);
                     sink += value[size - 1];
                 }
