@@ -1224,16 +1224,11 @@ public final class UcxTransport implements UpgradeTransport {
         remoteKeys.add(key);
     }
 
-    /**
-     * Driver: destroys a remote key from {@link #track} now; false (and nothing done) when the worker's close already
-     * destroyed it.
-     */
-    boolean untrack(org.openucx.jucx.ucp.UcpRemoteKey key) {
-        if (!remoteKeys.remove(key)) {
-            return false;
+    /** Driver: destroys a remote key from {@link #track} now, unless the worker's close already destroyed it. */
+    void untrack(org.openucx.jucx.ucp.UcpRemoteKey key) {
+        if (remoteKeys.remove(key)) {
+            key.close();
         }
-        key.close();
-        return true;
     }
 
     /** Remote keys unpacked for one-sided operations and not destroyed yet (tests). Any thread. */
