@@ -20,10 +20,12 @@ import java.nio.file.StandardOpenOption;
  * <ul>
  *   <li>get: one {@code process_vm_readv(2)} of the value from the peer process (a kernel copy, the cheapest
  *   cross-process copy measured here; a window of shared memory copied on both sides measured no lower,
- *   docs/decisions.md "Lent copies through shared memory") into a reused buffer, then a copy into an array of the
- *   value's length, as every E2 GET returns one. The array is reused too: a new one per read cost its zeroing and,
- *   in some repeats, a page fault for every page of it (eden the heap had not touched yet: 3.6 ms for 1 MiB against
- *   158 us in the others), which made the floor a measure of the JVM's heap, not of the move;</li>
+ *   docs/decisions.md "Lent copies through shared memory") into a reused buffer, then a copy into a new array of the
+ *   value's length, as every E2 GET returns one (ours and Redis's client alike): the JVM zeroes a new array before
+ *   anything can be written into it, and no Java code can have the kernel copy into a heap array, so the zeroing and
+ *   the second copy are part of any {@code byte[]} GET here. The bench's JVM touches its heap before anything is
+ *   timed ({@code bin/rdmastore bench}); in a JVM that has not, a new array's pages fault on first use (3.6 ms for
+ *   1 MiB against 158 us), which is the heap's cost, not the move's;</li>
  *   <li>put: the same read into the buffer, then one {@code write(2)} of it appended to a file (what a log pays
  *   before it acknowledges a write under {@code everysec}, and Redis's AOF too), which a thread of its own forces to
  *   disk once a second as everysec does; the file starts afresh every {@value #FILE_BYTES} bytes, its blocks reserved
@@ -84,7 +86,6 @@ final class CopyFloor {
         try (Arena arena = Arena.ofConfined(); Appender log = put ? new Appender(dir) : null) {
             MemorySegment buffer = arena.allocate(size, 4096);
             ByteBuffer view = buffer.asByteBuffer();
-            byte[] value = put ? null : new byte[size];
             Histogram h = new Histogram(60_000_000_000L, 3);
             read(peer, buffer, remote, size);
             check(buffer, size);
@@ -101,6 +102,7 @@ final class CopyFloor {
                 if (log != null) {
                     log.append(view.clear());
                 } else {
+                    byte[] value = new byte[size];
                     MemorySegment.copy(buffer, ValueLayout.JAVA_BYTE, 0, value, 0, size);
                     sink += value[size - 1];
                 }

@@ -562,8 +562,8 @@ public final class E2Latency implements Experiment {
             + "a value gathered from ring fragments counts 1, a reply copied before it is sent 1 more; "
             + "docs/transport-ucx.md). floor rows (from " + Sizes.human(CopyFloor.FROM) + "): the host's floor for "
             + "moving the value between two processes with no protocol or store: get = one process_vm_readv of the "
-            + "value from another process plus the copy into an array (reused: a new array's zeroing and page "
-            + "faults are the JVM's heap, not the move); put = the same read plus one write(2) "
+            + "value from another process plus the copy into a new array, as every byte[] GET returns one (the JVM "
+            + "zeroes it first; the kernel cannot copy into a heap array); put = the same read plus one write(2) "
             + "appended to a file whose blocks are reserved ahead, forced to disk once a second (what a log under "
             + "everysec pays before it acknowledges, as Redis's AOF does). A 3x "
             + "line (Redis p50 / 3) below the floor cannot be met by any design that copies the value across once.");
