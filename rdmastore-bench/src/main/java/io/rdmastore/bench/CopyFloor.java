@@ -26,8 +26,13 @@ import java.nio.file.StandardOpenOption;
  *   the second copy are part of any {@code byte[]} GET here. The bench's JVM touches its heap before anything is
  *   timed ({@code bin/rdmastore bench}); in a JVM that has not, a new array's pages fault on first use (3.6 ms for
  *   1 MiB against 158 us), which is the heap's cost, not the move's;</li>
- *   <li>put: the same read into the buffer, then one {@code write(2)} of it appended to a file (what a log pays
- *   before it acknowledges a write under {@code everysec}, and Redis's AOF too), which a thread of its own forces to
+ *   <li>put: the same read into the buffer, then one gathering {@code write(2)} appending it to a file as a log
+ *   record: {@value #RECORD_HEAD} bytes before the value and {@value #RECORD_TAIL} after it, what our log frames
+ *   around an E2 key's value (length, CRC, op, key, expiry, the value's length; the oplog position after it) and about
+ *   what Redis's AOF writes around it ({@code *3 $3 SET $8 e2:65536 $65536}, 35 bytes, and a CRLF). So the appends,
+ *   like any log's, start part-way into a page, which the page cache charges for (docs/decisions.md, "The log's
+ *   appends pay for their alignment in the page cache": a 64 KiB append 18 us against 10 at an aligned offset). This
+ *   is what a log pays before it acknowledges a write under {@code everysec}; a thread of its own forces the file to
  *   disk once a second as everysec does; the file starts afresh every {@value #FILE_BYTES} bytes, its blocks reserved
  *   ahead as a log segment's are, so every write appends to new pages as a log's does. A file started afresh drops
  *   the pages not yet written back: forcing them before deleting it (as a store does with its old segment) left the
@@ -39,6 +44,10 @@ import java.nio.file.StandardOpenOption;
 final class CopyFloor {
     /** The smallest size E2 measures a floor for. */
     static final int FROM = 16 << 10;
+    /** Bytes a log writes before a value: our frame's head for an E2 key (docs/store.md, "Log format"). */
+    static final int RECORD_HEAD = 33;
+    /** Bytes a log writes after a value: our frame's oplog position. */
+    static final int RECORD_TAIL = 17;
     /** The floor file's size before it starts afresh. */
     static final long FILE_BYTES = 64L << 20;
     private static long sink;
@@ -176,9 +185,15 @@ final class CopyFloor {
             }
         }
 
-        void append(ByteBuffer bytes) throws IOException {
-            while (bytes.hasRemaining()) {
-                channel.write(bytes);
+        private final ByteBuffer head = ByteBuffer.allocateDirect(RECORD_HEAD);
+        private final ByteBuffer tail = ByteBuffer.allocateDirect(RECORD_TAIL);
+
+        /** Appends {@code value} framed as a log record, in one gathering write as a log makes it. */
+        void append(ByteBuffer value) throws IOException {
+            ByteBuffer[] record = {head.clear(), value, tail.clear()};
+            long left = RECORD_HEAD + value.remaining() + RECORD_TAIL;
+            while (left > 0) {
+                left -= channel.write(record);
             }
         }
 

@@ -564,7 +564,9 @@ public final class E2Latency implements Experiment {
             + "moving the value between two processes with no protocol or store: get = one process_vm_readv of the "
             + "value from another process plus the copy into a new array, as every byte[] GET returns one (the JVM "
             + "zeroes it first; the kernel cannot copy into a heap array); put = the same read plus one write(2) "
-            + "appended to a file whose blocks are reserved ahead, forced to disk once a second (what a log under "
+            + "appending it to a file as a log record (a " + CopyFloor.RECORD_HEAD + "-byte head and a "
+            + CopyFloor.RECORD_TAIL + "-byte tail around the value, so appends start part-way into a page, as "
+            + "any log's do), the file's blocks reserved ahead and forced to disk once a second (what a log under "
             + "everysec pays before it acknowledges, as Redis's AOF does). A 3x "
             + "line (Redis p50 / 3) below the floor cannot be met by any design that copies the value across once.");
         if (!redis) {
