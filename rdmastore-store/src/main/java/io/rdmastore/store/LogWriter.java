@@ -568,7 +568,7 @@ final class LogWriter implements AutoCloseable {
             // what the records name first, then a rotation's old segment: the new one's writes may not be durable
             // before its
             runBeforeSyncLocked();
-            finishRotationLocked();
+            finishRotationLocked(true);
             long target;
             FileChannel ch;
             synchronized (writeLock) {
@@ -644,7 +644,21 @@ final class LogWriter implements AutoCloseable {
     void finishRotation() {
         synchronized (syncLock) {
             runBeforeSyncLocked();
-            finishRotationLocked();
+            finishRotationLocked(true);
+        }
+        prepareSpare();
+    }
+
+    /**
+     * Ends a rotation whose segments left behind a durable snapshot now covers: they are closed without being forced
+     * (the snapshot holds their records and the caller deletes them next; unlinked, their dirty pages never reach
+     * the disk), and the new segment's creation is made durable. Where a {@link #syncTo} came first they were forced
+     * then, as before. Any thread holding no shard lock.
+     */
+    void finishRotationCovered() {
+        synchronized (syncLock) {
+            runBeforeSyncLocked();
+            finishRotationLocked(false);
         }
         prepareSpare();
     }
@@ -755,8 +769,11 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
-    /** The caller holds syncLock. */
-    private void finishRotationLocked() {
+    /**
+     * The caller holds syncLock. {@code forceOld}: force the segments left behind before closing them (false only
+     * when a durable snapshot covers them).
+     */
+    private void finishRotationLocked(boolean forceOld) {
         List<FileChannel> old;
         boolean created;
         long end;
@@ -775,7 +792,9 @@ final class LogWriter implements AutoCloseable {
         try {
             for (FileChannel c : old) {
                 try {
-                    c.force(false);
+                    if (forceOld) {
+                        c.force(false);
+                    }
                 } finally {
                     c.close();
                 }
@@ -830,7 +849,7 @@ final class LogWriter implements AutoCloseable {
         synchronized (syncLock) {
             if (failure == null) {
                 runBeforeSyncLocked();
-                finishRotationLocked();
+                finishRotationLocked(true);
             } else {
                 synchronized (writeLock) {
                     for (FileChannel c : retiring) {
