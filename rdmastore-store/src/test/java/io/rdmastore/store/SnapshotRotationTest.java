@@ -21,8 +21,22 @@ class SnapshotRotationTest {
     private static final int VALUE = 256 << 10;
     private static final int WRITES = 64;
 
-    @TempDir
+    /**
+     * Under the build's own directory rather than the system's temporary one, which may be a tmpfs: page-cache bytes
+     * dropped unwritten are counted only for a file system on a disk, where a store keeps its log.
+     */
+    @TempDir(factory = UnderTarget.class)
     Path dir;
+
+    /** Makes the temporary directory under {@code target/}. */
+    static final class UnderTarget implements org.junit.jupiter.api.io.TempDirFactory {
+        @Override
+        public Path createTempDirectory(org.junit.jupiter.api.extension.AnnotatedElementContext element,
+                                        org.junit.jupiter.api.extension.ExtensionContext context) throws IOException {
+            Path target = Files.createDirectories(Path.of("target"));
+            return Files.createTempDirectory(target, "snapshot-rotation-");
+        }
+    }
 
     /** This process's {@code cancelled_write_bytes}: dirty page-cache bytes dropped before they reached the disk. */
     private static long cancelledWriteBytes() throws IOException {
