@@ -153,6 +153,9 @@ final class CopyFloor {
         private final Path file;
         private volatile FileChannel channel;
         private final Thread syncer;
+        /** A record's pieces: its head, the value (set per append), its tail. */
+        private final ByteBuffer[] record = {ByteBuffer.allocateDirect(RECORD_HEAD), null,
+            ByteBuffer.allocateDirect(RECORD_TAIL)};
 
         Appender(Path dir) throws IOException {
             this.file = dir.resolve("floor.log");
@@ -185,12 +188,11 @@ final class CopyFloor {
             }
         }
 
-        private final ByteBuffer head = ByteBuffer.allocateDirect(RECORD_HEAD);
-        private final ByteBuffer tail = ByteBuffer.allocateDirect(RECORD_TAIL);
-
         /** Appends {@code value} framed as a log record, in one gathering write as a log makes it. */
         void append(ByteBuffer value) throws IOException {
-            ByteBuffer[] record = {head.clear(), value, tail.clear()};
+            record[0].clear();
+            record[1] = value;
+            record[2].clear();
             long left = RECORD_HEAD + value.remaining() + RECORD_TAIL;
             while (left > 0) {
                 left -= channel.write(record);
