@@ -1,6 +1,7 @@
 package io.rdmastore.bench;
 
 import io.rdmastore.store.blob.Preallocation;
+import io.rdmastore.transport.MemoryCopy;
 import io.rdmastore.transport.ucx.CrossMemoryAttach;
 import org.HdrHistogram.Histogram;
 
@@ -13,6 +14,8 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * E2's {@code floor} rows for values from {@value #FROM} bytes: what moving a value between two processes on this host
@@ -26,20 +29,28 @@ import java.nio.file.StandardOpenOption;
  *   the second copy are part of any {@code byte[]} GET here. The bench's JVM touches its heap before anything is
  *   timed ({@code bin/rdmastore bench}); in a JVM that has not, a new array's pages fault on first use (3.6 ms for
  *   1 MiB against 158 us), which is the heap's cost, not the move's;</li>
- *   <li>put: the same read into the buffer, then one gathering {@code write(2)} appending it to a file as a log
- *   record: {@value #RECORD_HEAD} bytes before the value and {@value #RECORD_TAIL} after it, what our log frames
- *   around an E2 key's value (length, CRC, op, key, expiry, the value's length; the oplog position after it) and about
- *   what Redis's AOF writes around it ({@code *3 $3 SET $8 e2:65536 $65536}, 35 bytes, and a CRLF). So the appends,
- *   like any log's, start part-way into a page, which the page cache charges for (docs/decisions.md, "The log's
- *   appends pay for their alignment in the page cache": a 64 KiB append 18 us against 10 at an aligned offset). This
- *   is what a log pays before it acknowledges a write under {@code everysec}; a thread of its own forces the file to
- *   disk once a second as everysec does; the file starts afresh every {@value #FILE_BYTES} bytes, its blocks reserved
- *   ahead as a log segment's are, so every write appends to new pages as a log's does. A file started afresh drops
- *   the pages not yet written back: forcing them before deleting it (as a store does with its old segment) left the
- *   p50 the same, and the writeback then ran on into the next system's measurement.</li>
+ *   <li>put: what any {@code byte[]} PUT into a log pays between two cores, and no more: the value copied out of
+ *   the caller's array into memory the other side can read (another process cannot read a Java array: the
+ *   collector moves it and no API gives its address out, so every E2 PUT copies its array once before the other
+ *   side can read it, ours into the server's ring or its lent buffer, Redis's client into its socket's buffer), then,
+ *   on the other core, one gathering {@code write(2)} appending it
+ *   from that memory to a file as a log record: {@value #RECORD_HEAD} bytes before the value and
+ *   {@value #RECORD_TAIL} after it, what our log frames around an E2 key's value (length, CRC, op, key, expiry, the
+ *   value's length; the oplog position after it) and about what Redis's AOF writes around it
+ *   ({@code *3 $3 SET $8 e2:65536 $65536}, 35 bytes, and a CRLF). So the appends, like any log's, start part-way into
+ *   a page, which the page cache charges for (docs/decisions.md, "The log's appends pay for their alignment in the
+ *   page cache": a 64 KiB append 18 us against 10 at an aligned offset). This is what a log pays before it
+ *   acknowledges a write under {@code everysec}; a thread of its own forces the file to disk once a second as
+ *   everysec does; the file starts afresh every {@value #FILE_BYTES} bytes, its blocks reserved ahead as a log
+ *   segment's are, so every write appends to new pages as a log's does. A file started afresh drops the pages not
+ *   yet written back: forcing them before deleting it (as a store did with its old segment) left the p50 the same,
+ *   and the writeback then ran on into the next system's measurement. The value's lines cross from the copying
+ *   core to the appending one once per PUT, as they must between a client and a server on two cores
+ *   (docs/decisions.md, "A byte[] PUT's floor includes its copy out of the array").</li>
  * </ul>
- * A target below this floor cannot be met by any design that copies the value from one process into the other once.
- * {@link #main} is the peer: it holds the bytes and prints {@code READY 0 <address>}.
+ * A target below this floor cannot be met by any design that moves a {@code byte[]} value from one process into the
+ * other (and, for a PUT, into a log). {@link #main} is the GET's peer: it holds the bytes and prints
+ * {@code READY 0 <address>}.
  */
 final class CopyFloor {
     /** The smallest size E2 measures a floor for. */
@@ -87,14 +98,17 @@ final class CopyFloor {
         return measure(peer, Long.parseLong(peer.ready.trim()), op, size, warmNanos, windowNanos);
     }
 
-    /** As {@link #measure(Child, String, int, long, long)}, reading from {@code remote} in the peer. */
+    /**
+     * As {@link #measure(Child, String, int, long, long)}, a GET reading from {@code remote} in the peer; a PUT
+     * ({@link #measurePut}) does not use the peer.
+     */
     static Histogram measure(Child peer, long remote, String op, int size, long warmNanos, long windowNanos)
         throws IOException {
-        boolean put = op.equals("put");
-        Path dir = put ? Files.createTempDirectory("rdmastore-bench-floor-") : null;
-        try (Arena arena = Arena.ofConfined(); Appender log = put ? new Appender(dir) : null) {
+        if (op.equals("put")) {
+            return measurePut(size, warmNanos, windowNanos);
+        }
+        try (Arena arena = Arena.ofConfined()) {
             MemorySegment buffer = arena.allocate(size, 4096);
-            ByteBuffer view = buffer.asByteBuffer();
             Histogram h = new Histogram(60_000_000_000L, 3);
             read(peer, buffer, remote, size);
             check(buffer, size);
@@ -103,18 +117,44 @@ final class CopyFloor {
             long end = measureFrom + windowNanos;
             long now = start;
             while (now < end) {
-                if (log != null) {
-                    log.rotateIfFull();
-                }
                 long t0 = System.nanoTime();
                 read(peer, buffer, remote, size);
-                if (log != null) {
-                    log.append(view.clear());
-                } else {
-                    byte[] value = new byte[size];
-                    MemorySegment.copy(buffer, ValueLayout.JAVA_BYTE, 0, value, 0, size);
-                    sink += value[size - 1];
+                byte[] value = new byte[size];
+                MemorySegment.copy(buffer, ValueLayout.JAVA_BYTE, 0, value, 0, size);
+                sink += value[size - 1];
+                now = System.nanoTime();
+                if (t0 >= measureFrom) {
+                    h.recordValue(now - t0);
                 }
+            }
+            return h;
+        }
+    }
+
+    /**
+     * The PUT floor: this thread (the client's part) copies a {@code byte[]} value into memory both threads share and
+     * hands it over; an appender thread (the server's part, on the other core) appends it from that memory to the log
+     * file as a record and hands back. Both wait by spinning, as E2's ucx client and server do. Timed from the copy's
+     * start to the hand-back. Two threads of one process on the two cores pay what two processes sharing a mapping
+     * would: the value's lines cross from one core to the other once per PUT.
+     */
+    static Histogram measurePut(int size, long warmNanos, long windowNanos) throws IOException {
+        byte[] value = new byte[size];
+        for (int i = 0; i < size; i++) {
+            value[i] = pattern(i);
+        }
+        Path dir = Files.createTempDirectory("rdmastore-bench-floor-");
+        try (Arena arena = Arena.ofShared(); Appender log = new Appender(dir, arena.allocate(size, 4096))) {
+            Histogram h = new Histogram(60_000_000_000L, 3);
+            log.put(value);
+            log.checkFirstRecord(value);
+            long start = System.nanoTime();
+            long measureFrom = start + warmNanos;
+            long end = measureFrom + windowNanos;
+            long now = start;
+            while (now < end) {
+                long t0 = System.nanoTime();
+                log.put(value);
                 now = System.nanoTime();
                 if (t0 >= measureFrom) {
                     h.recordValue(now - t0);
@@ -122,10 +162,8 @@ final class CopyFloor {
             }
             return h;
         } finally {
-            if (dir != null) {
-                Files.deleteIfExists(dir.resolve("floor.log"));
-                Files.deleteIfExists(dir);
-            }
+            Files.deleteIfExists(dir.resolve("floor.log"));
+            Files.deleteIfExists(dir);
         }
     }
 
@@ -146,19 +184,24 @@ final class CopyFloor {
     }
 
     /**
-     * A file written by appends only, started afresh once it holds {@value #FILE_BYTES} bytes, and forced to disk once
-     * a second by a thread of its own, as a log under everysec is.
+     * A file written by appends only, on a thread of its own, from memory the caller fills; started afresh once it
+     * holds {@value #FILE_BYTES} bytes, and forced to disk once a second by another thread, as a log under everysec is.
      */
     private static final class Appender implements AutoCloseable {
         private final Path file;
+        private final MemorySegment shared;
         private volatile FileChannel channel;
         private final Thread syncer;
-        /** A record's pieces: its head, the value (set per append), its tail. */
-        private final ByteBuffer[] record = {ByteBuffer.allocateDirect(RECORD_HEAD), null,
-            ByteBuffer.allocateDirect(RECORD_TAIL)};
+        private final Thread appender;
+        /** Puts handed over, and puts appended: the appender runs while they differ. */
+        private final AtomicLong handed = new AtomicLong();
+        private final AtomicLong appended = new AtomicLong();
+        private volatile boolean closing;
+        private volatile Throwable failure;
 
-        Appender(Path dir) throws IOException {
+        Appender(Path dir, MemorySegment shared) throws IOException {
             this.file = dir.resolve("floor.log");
+            this.shared = shared;
             open();
             syncer = Thread.ofPlatform().daemon().name("floor-everysec").start(() -> {
                 while (!Thread.currentThread().isInterrupted()) {
@@ -172,6 +215,7 @@ final class CopyFloor {
                     }
                 }
             });
+            appender = Thread.ofPlatform().daemon().name("floor-appender").start(this::appendLoop);
         }
 
         /** Starts the file afresh, its blocks reserved ahead of the appends as a store's log segment's are. */
@@ -181,28 +225,73 @@ final class CopyFloor {
             Preallocation.reserveKeepingSize(file, FILE_BYTES + (1L << 20));
         }
 
-        void rotateIfFull() throws IOException {
-            if (channel.position() >= FILE_BYTES) {
-                channel.close();
-                open();
+        /**
+         * Copies {@code value} into the shared memory (as our client copies a value into the server's ring or its
+         * lent buffer), hands it to the appender and waits until it is appended.
+         */
+        void put(byte[] value) throws IOException {
+            MemoryCopy.copy(value, shared, 0);
+            long n = handed.incrementAndGet();
+            while (appended.get() != n) {
+                if (failure != null) {
+                    throw new IOException("the floor's appender failed", failure);
+                }
+                Thread.onSpinWait();
             }
         }
 
-        /** Appends {@code value} framed as a log record, in one gathering write as a log makes it. */
-        void append(ByteBuffer value) throws IOException {
-            record[0].clear();
-            record[1] = value;
-            record[2].clear();
-            long left = RECORD_HEAD + value.remaining() + RECORD_TAIL;
-            while (left > 0) {
-                left -= channel.write(record);
+        /** The appender thread: each handed-over value appended as a log record, in one gathering write. */
+        private void appendLoop() {
+            ByteBuffer[] record = {ByteBuffer.allocateDirect(RECORD_HEAD), shared.asByteBuffer(),
+                ByteBuffer.allocateDirect(RECORD_TAIL)};
+            long done = 0;
+            try {
+                while (!closing) {
+                    long n = handed.get();
+                    if (n == done) {
+                        Thread.onSpinWait();
+                        continue;
+                    }
+                    if (channel.position() >= FILE_BYTES) {
+                        channel.close();
+                        open();
+                    }
+                    for (ByteBuffer b : record) {
+                        b.clear();
+                    }
+                    long left = RECORD_HEAD + shared.byteSize() + RECORD_TAIL;
+                    while (left > 0) {
+                        left -= channel.write(record);
+                    }
+                    done = n;
+                    appended.set(n);
+                }
+            } catch (Throwable t) {
+                failure = t;
+            }
+        }
+
+        /** Fails unless the file's first record holds {@code value}: the floor must append the bytes it was given. */
+        void checkFirstRecord(byte[] value) throws IOException {
+            byte[] logged = new byte[value.length];
+            try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ)) {
+                ByteBuffer into = ByteBuffer.wrap(logged);
+                while (into.hasRemaining() && in.read(into, RECORD_HEAD + into.position()) > 0) {
+                    // read on until the value is in or the file ends
+                }
+            }
+            int at = Arrays.mismatch(logged, value);
+            if (at >= 0) {
+                throw new IOException("the floor's log holds other bytes than the value put, at offset " + at);
             }
         }
 
         @Override
         public void close() throws IOException {
+            closing = true;
             syncer.interrupt();
             try {
+                appender.join(5_000);
                 syncer.join(5_000);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

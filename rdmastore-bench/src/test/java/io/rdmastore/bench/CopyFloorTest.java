@@ -11,7 +11,10 @@ import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** E2's floor probe reads the peer's real bytes, times both operations, and leaves no file behind. */
+/**
+ * E2's floor probe reads the peer's real bytes, appends the value it was given, times both operations, and leaves no
+ * file behind.
+ */
 class CopyFloorTest {
 
     private static long floorDirs() throws IOException {

@@ -3,6 +3,7 @@ package io.rdmastore.client;
 import io.rdmastore.client.protocol.ProtocolDescriptor;
 import io.rdmastore.client.protocol.WireReader;
 import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MemoryCopy;
 import io.rdmastore.transport.RegisteredMemory;
 import io.rdmastore.transport.RemoteMemory;
 import java.lang.foreign.Arena;
@@ -109,7 +110,7 @@ final class LargeValues implements AutoCloseable {
         Registered buf = take(setBounce, c, value.length);
         boolean reusable = false;
         try {
-            MemorySegment.copy(value, 0, buf.segment, ValueLayout.JAVA_BYTE, 0, value.length);
+            MemoryCopy.copy(value, buf.segment, 0);
             byte[] descriptor = buf.registration.descriptor();
             ClientCore.Call<Boolean> call = core.awaitedCall(ProtocolDescriptor.SET_LARGE, w -> w.u8(flags).i64(ttlMillis)
                 .bytes(key).i64(value.length).bytes(descriptor), (st, r) -> st == ProtocolDescriptor.STATUS_OK,

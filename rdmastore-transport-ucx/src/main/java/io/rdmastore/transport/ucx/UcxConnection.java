@@ -1,6 +1,7 @@
 package io.rdmastore.transport.ucx;
 
 import io.rdmastore.transport.Connection;
+import io.rdmastore.transport.MemoryCopy;
 import io.rdmastore.transport.MessageHandler;
 import io.rdmastore.transport.TransportException;
 import io.rdmastore.transport.TransportStatus;
@@ -644,9 +645,9 @@ final class UcxConnection extends UcxConnectionBase {
             tail += toEnd;
             pos = 0;
         }
-        MemorySegment.copy(a, aOffset, mirrorSegment, pos + HEADER, aLength);
+        MemoryCopy.copy(a, aOffset, mirrorSegment, pos + HEADER, aLength);
         if (bLength > 0) {
-            MemorySegment.copy(b, bOffset, mirrorSegment, pos + HEADER + aLength, bLength);
+            MemoryCopy.copy(b, bOffset, mirrorSegment, pos + HEADER + aLength, bLength);
         }
         compose(pos, length, flags);
         put(e, pos, frame);
