@@ -109,26 +109,38 @@ final class CopyFloor {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buffer = arena.allocate(size, 4096);
-            Histogram h = new Histogram(60_000_000_000L, 3);
             read(peer, buffer, remote, size);
             check(buffer, size);
-            long start = System.nanoTime();
-            long measureFrom = start + warmNanos;
-            long end = measureFrom + windowNanos;
-            long now = start;
-            while (now < end) {
-                long t0 = System.nanoTime();
+            return timed(warmNanos, windowNanos, () -> {
                 read(peer, buffer, remote, size);
                 byte[] value = new byte[size];
                 MemorySegment.copy(buffer, ValueLayout.JAVA_BYTE, 0, value, 0, size);
                 sink += value[size - 1];
-                now = System.nanoTime();
-                if (t0 >= measureFrom) {
-                    h.recordValue(now - t0);
-                }
-            }
-            return h;
+            });
         }
+    }
+
+    /** One operation of a floor. */
+    private interface Operation {
+        void run() throws IOException;
+    }
+
+    /** Runs {@code op} about {@code warmNanos} untimed, then about {@code windowNanos} each recorded in nanoseconds. */
+    private static Histogram timed(long warmNanos, long windowNanos, Operation op) throws IOException {
+        Histogram h = new Histogram(60_000_000_000L, 3);
+        long start = System.nanoTime();
+        long measureFrom = start + warmNanos;
+        long end = measureFrom + windowNanos;
+        long now = start;
+        while (now < end) {
+            long t0 = System.nanoTime();
+            op.run();
+            now = System.nanoTime();
+            if (t0 >= measureFrom) {
+                h.recordValue(now - t0);
+            }
+        }
+        return h;
     }
 
     /**
@@ -145,22 +157,9 @@ final class CopyFloor {
         }
         Path dir = Files.createTempDirectory("rdmastore-bench-floor-");
         try (Arena arena = Arena.ofShared(); Appender log = new Appender(dir, arena.allocate(size, 4096))) {
-            Histogram h = new Histogram(60_000_000_000L, 3);
             log.put(value);
             log.checkFirstRecord(value);
-            long start = System.nanoTime();
-            long measureFrom = start + warmNanos;
-            long end = measureFrom + windowNanos;
-            long now = start;
-            while (now < end) {
-                long t0 = System.nanoTime();
-                log.put(value);
-                now = System.nanoTime();
-                if (t0 >= measureFrom) {
-                    h.recordValue(now - t0);
-                }
-            }
-            return h;
+            return timed(warmNanos, windowNanos, () -> log.put(value));
         } finally {
             Files.deleteIfExists(dir.resolve("floor.log"));
             Files.deleteIfExists(dir);
