@@ -5,6 +5,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
 
 /**
  * Copies of values into memory another core reads: a value written into a peer's ring, a lent buffer the server
@@ -16,7 +17,9 @@ import java.lang.invoke.MethodHandle;
  * goes in {@value #CHUNK}-byte calls (1 MiB 26 us); docs/decisions.md, "Copies into memory another core reads".
  *
  * <p>The call is a critical downcall, so a heap array is passed as it is, with no copy first; a long copy holds
- * the collector back for at most one chunk's copy (a few microseconds). Copies below {@value #FROM} bytes, into a
+ * the collector back for at most one chunk's copy (a few microseconds). A full fence follows the copy, so its stores
+ * are visible before any store after it, as a {@link MemorySegment#copy}'s are on x86: a ring frame's header, stored
+ * after its payload, is what tells a receiver the payload is there (docs/transport-ucx.md, "Ordered frames"). Copies below {@value #FROM} bytes, into a
  * read-only segment, or between overlapping ranges go through {@link MemorySegment#copy}, which also stands in when
  * {@code memcpy} cannot be bound.
  */
@@ -51,6 +54,9 @@ public final class MemoryCopy {
                 long n = Math.min(CHUNK, length - at);
                 MemorySegment ignored = (MemorySegment) memcpy.invokeExact(to.asSlice(at, n), from.asSlice(at, n), n);
             }
+            // memcpy may store with string or non-temporal instructions, whose stores x86 does not always keep in
+            // order with later ones; a frame's header word, stored after its payload, must not be seen first
+            VarHandle.fullFence();
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
