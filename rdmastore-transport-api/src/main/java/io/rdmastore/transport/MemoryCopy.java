@@ -19,13 +19,13 @@ import java.lang.invoke.VarHandle;
  * <p>The call is a critical downcall, so a heap array is passed as it is, with no copy first; a long copy holds
  * the collector back for at most one chunk's copy (a few microseconds). A full fence follows the copy, so its stores
  * are visible before any store after it, as a {@link MemorySegment#copy}'s are on x86: a ring frame's header, stored
- * after its payload, is what tells a receiver the payload is there (docs/transport-ucx.md, "Ordered frames"). Copies below {@value #FROM} bytes, into a
- * read-only segment, or between overlapping ranges go through {@link MemorySegment#copy}, which also stands in when
- * {@code memcpy} cannot be bound.
+ * after its payload, is what tells a receiver the payload is there (docs/transport-ucx.md, "Ordered frames").
+ * Copies below {@value #FROM} bytes, into a read-only segment, or between overlapping ranges go through
+ * {@link MemorySegment#copy}, which also stands in when {@code memcpy} cannot be bound.
  */
 public final class MemoryCopy {
     /** Copies shorter than this go through {@link MemorySegment#copy}: a downcall costs more than it saves there. */
-    public static final long FROM = 2048;
+    static final long FROM = 2048;
     /** The longest single {@code memcpy}: past about this size it stops writing lines without fetching them. */
     static final long CHUNK = 256 << 10;
 
@@ -38,8 +38,9 @@ public final class MemoryCopy {
      * owning thread, a read-only destination).
      */
     public static void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long length) {
-        MethodHandle memcpy = Holder.MEMCPY;
-        if (length < FROM || memcpy == null || dst.isReadOnly()) {
+        // the length first: a short copy (every frame's header) must not bind memcpy
+        MethodHandle memcpy = length < FROM ? null : Holder.MEMCPY;
+        if (memcpy == null || dst.isReadOnly()) {
             MemorySegment.copy(src, srcOffset, dst, dstOffset, length);
             return;
         }
@@ -67,11 +68,6 @@ public final class MemoryCopy {
     /** As {@link #copy(MemorySegment, long, MemorySegment, long, long)}, from a whole array. */
     public static void copy(byte[] src, MemorySegment dst, long dstOffset) {
         copy(MemorySegment.ofArray(src), 0, dst, dstOffset, src.length);
-    }
-
-    /** As {@link #copy(MemorySegment, long, MemorySegment, long, long)}, into a whole array. */
-    public static void copy(MemorySegment src, long srcOffset, byte[] dst) {
-        copy(src, srcOffset, MemorySegment.ofArray(dst), 0, dst.length);
     }
 
     /** Whether long copies go through {@code memcpy} here (false: all go through {@link MemorySegment#copy}). */

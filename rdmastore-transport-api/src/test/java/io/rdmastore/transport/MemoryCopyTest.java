@@ -40,7 +40,7 @@ class MemoryCopyTest {
                 assertEquals(0x5a, nat.get(ValueLayout.JAVA_BYTE, 9 + n), "a byte after the range was written, " + n);
 
                 byte[] back = new byte[n];
-                MemoryCopy.copy(nat, 9, back);
+                MemoryCopy.copy(nat, 9, MemorySegment.ofArray(back), 0, n);
                 assertArrayEquals(value, back, "native to heap, " + n);
 
                 MemorySegment other = arena.allocate(n + 5);
