@@ -30,10 +30,22 @@ class ClusterDemoTest {
             r::toString);
         assertTrue(out.matches("(?s).*SIGKILL s1-n[123], the primary of shard s1.*"), r::toString);
         assertTrue(out.matches("(?s).*shard s1's new primary: s1-n[123], \\d+ ms after the kill.*"), r::toString);
+        assertTrue(out.matches("(?s).*writes since the kill: [1-9]\\d* acknowledged.*"), r::toString);
         assertTrue(out.contains("400 of 400 keys read their last acknowledged value through JedisCluster; 0 lost"),
             r::toString);
         Matcher dir = Pattern.compile("data and logs in (\\S+)").matcher(out);
         assertTrue(dir.find(), r::toString);
         assertFalse(Files.exists(Path.of(dir.group(1))), "the demo's directory is deleted");
+    }
+
+    @Test
+    void theCheckerReadsOnlyTheDemosOwnValuesForThatKey() {
+        assertEquals(12, ClusterDemoCommand.generation("g12-7", 7));
+        assertEquals(0, ClusterDemoCommand.generation("g0-0", 0));
+        assertEquals(-1, ClusterDemoCommand.generation("g12-7", 17), "another key's value");
+        assertEquals(-1, ClusterDemoCommand.generation("g12-17", 7), "another key's value");
+        assertEquals(-1, ClusterDemoCommand.generation(null, 7), "a missing key");
+        assertEquals(-1, ClusterDemoCommand.generation("gx-7", 7));
+        assertEquals(-1, ClusterDemoCommand.generation("g-7", 7));
     }
 }
