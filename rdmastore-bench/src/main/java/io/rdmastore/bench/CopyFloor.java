@@ -53,6 +53,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code READY 0 <address>}.
  */
 final class CopyFloor {
+    /** Operations a floor records at least, whatever its window. */
+    static final int MIN_TIMED = 100;
+
     /** The smallest size E2 measures a floor for. */
     static final int FROM = 16 << 10;
     /** Bytes a log writes before a value: our frame's head for an E2 key (docs/store.md, "Log format"). */
@@ -125,14 +128,17 @@ final class CopyFloor {
         void run() throws IOException;
     }
 
-    /** Runs {@code op} about {@code warmNanos} untimed, then about {@code windowNanos} each recorded in nanoseconds. */
+    /**
+     * Runs {@code op} about {@code warmNanos} untimed, then about {@code windowNanos} each recorded in nanoseconds, and
+     * on until at least {@value #MIN_TIMED} are recorded (a loaded host can stretch a short window's operations).
+     */
     private static Histogram timed(long warmNanos, long windowNanos, Operation op) throws IOException {
         Histogram h = new Histogram(60_000_000_000L, 3);
         long start = System.nanoTime();
         long measureFrom = start + warmNanos;
         long end = measureFrom + windowNanos;
         long now = start;
-        while (now < end) {
+        while (now < end || h.getTotalCount() < MIN_TIMED) {
             long t0 = System.nanoTime();
             op.run();
             now = System.nanoTime();
