@@ -31,7 +31,8 @@ class CopyFloorTest {
         try (Child peer = Child.start(CopyFloor.class, Integer.toString(64 << 10))) {
             for (String op : new String[] {"get", "put"}) {
                 Histogram h = CopyFloor.measure(peer, op, 64 << 10, 20_000_000L, 50_000_000L);
-                assertTrue(h.getTotalCount() >= CopyFloor.MIN_TIMED, op + ": " + h.getTotalCount() + " operations timed");
+                assertTrue(h.getTotalCount() >= CopyFloor.MIN_TIMED,
+                    op + ": " + h.getTotalCount() + " operations timed");
                 assertTrue(h.getValueAtPercentile(50) > 0, op + ": p50 is 0");
             }
             long remote = Long.parseLong(peer.ready.trim());

@@ -158,9 +158,9 @@ final class ClusterDemoCommand extends MemberDemo implements Callable<Integer> {
                     return 1;
                 }
             }
-            progress(String.format(Locale.ROOT, "loaded %d keys through JedisCluster (%.0f ms; each SET followed by WAIT for a majority of its shard),"
-                + " spread over %d shards",
-                keys, (System.nanoTime() - l0) / 1e6, shards));
+            progress(String.format(Locale.ROOT, "loaded %d keys through JedisCluster (%.0f ms; each SET followed by"
+                + " WAIT for a majority of its shard), spread over %d shards", keys, (System.nanoTime() - l0) / 1e6,
+                shards));
 
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong writes = new AtomicLong();
@@ -214,7 +214,7 @@ final class ClusterDemoCommand extends MemberDemo implements Callable<Integer> {
                     progress(next == null ? "(error) shard s1 elected no new primary within 60 s"
                         : String.format(Locale.ROOT, "shard s1's new primary: %s, %.0f ms after the kill", next.id(),
                             (System.nanoTime() - k0) / 1e6));
-                    // the writer goes on through the new primary (Jedis backs off between its retries): 200 writes or 10 s
+                    // the writer goes on through the new primary (Jedis backs off between retries): 200 writes or 10 s
                     long goOn = System.nanoTime() + remaining(Duration.ofSeconds(10)).toNanos();
                     while (writes.get() - before < 200 && System.nanoTime() - goOn < 0) {
                         Thread.sleep(100);
