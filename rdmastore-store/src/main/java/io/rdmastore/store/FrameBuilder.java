@@ -188,10 +188,25 @@ final class FrameBuilder {
         return this;
     }
 
-    /** Fills in length and CRC and returns the whole frame (header and payload). */
+    /**
+     * Fills in length and CRC and returns the whole frame (header and payload). With an external field the CRC covers
+     * its bytes in their place, and the frame is written as its {@link #pieces}: the buffer returned holds the rest.
+     */
     ByteBuffer seal() {
-        int len = pos - LogDescriptor.HEADER_LENGTH;
-        int crc = LogDescriptor.crc(len, buf, LogDescriptor.HEADER_LENGTH, len);
+        int len = payloadLength();
+        int crc;
+        if (external == null) {
+            crc = LogDescriptor.crc(len, buf, LogDescriptor.HEADER_LENGTH, len);
+        } else {
+            this.crc.reset();
+            for (int shift = 0; shift < 32; shift += 8) {
+                this.crc.update((len >>> shift) & 0xff);
+            }
+            this.crc.update(buf, LogDescriptor.HEADER_LENGTH, externalAt - LogDescriptor.HEADER_LENGTH);
+            this.crc.update(external.asByteBuffer());
+            this.crc.update(buf, externalAt, pos - externalAt);
+            crc = (int) this.crc.getValue();
+        }
         int p = pos;
         pos = 0;
         putInt(len);
@@ -271,7 +286,7 @@ final class FrameBuilder {
     }
 
     /**
-     * The stamped frame of a builder with an external field, as the pieces to write in order: the buffer up to the
+     * The sealed or stamped frame of a builder with an external field, as the pieces to write in order: the buffer up to the
      * external bytes, those bytes (a direct view: no copy into the heap), the rest of the buffer. The buffer is given
      * away as by {@link #detach}.
      */

@@ -351,9 +351,11 @@ final class Keyspace {
 
     /**
      * Appends every entry of a shard to {@code f} as full-state ops (a snapshot's view of the shard), calling
-     * {@code flush} whenever the frame passes {@code chunkBytes}; returns the number of keys encoded.
+     * {@code flush} whenever the frame passes {@code chunkBytes}; returns the number of keys encoded. A string of
+     * {@code largeFrom} bytes or more held in memory goes to {@code large} instead, which encodes it itself.
      */
-    static long encodeShard(Shard s, FrameBuilder f, long chunkBytes, Runnable flush) {
+    static long encodeShard(Shard s, FrameBuilder f, long chunkBytes, Runnable flush, long largeFrom,
+                            java.util.function.BiConsumer<Key, Entry> large) {
         long n = 0;
         for (Map.Entry<Key, Entry> me : s.map.entrySet()) {
             n++;
@@ -362,7 +364,9 @@ final class Keyspace {
             }
             Key k = me.getKey();
             Entry e = me.getValue();
-            if (e.type == STRING) {
+            if (e.type == STRING && e.blob == null && e.length >= largeFrom) {
+                large.accept(k, e);
+            } else if (e.type == STRING) {
                 encodeString(f, k, e);
             } else if (e.type == SET) {
                 Sets.encodeChunked(f, k, e, chunkBytes, flush);

@@ -2811,11 +2811,15 @@ public final class Store implements AutoCloseable {
         Path tmp = dir.resolve(LogDescriptor.snapshotName(base) + ".tmp");
         Path target = dir.resolve(LogDescriptor.snapshotName(base));
         long records = 0;
+        // Frames to write once the shard's lock is released: copies of the builder's frames, and the pieces of large
+        // strings' frames, whose values are written from their own blocks, pinned until then (copy-on-write for an
+        // APPEND or SETRANGE meanwhile, an overwrite's free deferred), so no value is copied into the heap.
+        List<ByteBuffer> pending = new ArrayList<>();
+        List<MemorySegment> pinned = new ArrayList<>();
         try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             LogWriter.writeFully(ch, ByteBuffer.wrap(LogDescriptor.SNAPSHOT_MAGIC), 0);
             long[] pos = {LogDescriptor.MAGIC_LENGTH};
             FrameBuilder f = new FrameBuilder();
-            List<byte[]> pending = new ArrayList<>();
             // The position the snapshot covers: the log after it starts at the next index.
             f.op(LogDescriptor.OP_POSITION).putLong(position[0]).putLong(position[1]);
             ByteBuffer head = f.seal();
@@ -2827,25 +2831,45 @@ public final class Store implements AutoCloseable {
                     ByteBuffer b = f.seal();
                     byte[] copy = new byte[b.remaining()];
                     b.get(copy);
-                    pending.add(copy);
+                    pending.add(ByteBuffer.wrap(copy));
                     f.reset();
+                }
+            };
+            java.util.function.BiConsumer<Key, Keyspace.Entry> large = (k, e) -> {
+                flush.run();
+                keyspace.memory.pinForLog(e.string);
+                pinned.add(e.string);
+                f.op(LogDescriptor.OP_STRING_PUT).putBytes(k.bytes).putLong(e.expireAt)
+                    .putExternal(e.string.asSlice(0, e.length));
+                f.seal();
+                pending.addAll(List.of(f.pieces()));
+                f.reset();
+            };
+            Runnable write = () -> {
+                try {
+                    for (ByteBuffer b : pending) {
+                        int n = b.remaining();
+                        LogWriter.writeFully(ch, b, pos[0]);
+                        pos[0] += n;
+                    }
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                } finally {
+                    pending.clear();
+                    unpinForLog(pinned);
                 }
             };
             for (int i = 0; i < Keyspace.SHARDS; i++) {
                 Keyspace.Shard s = keyspace.shards[i];
-                // Copy under the read lock, write to disk after releasing it, so writers wait only for a memcpy.
+                // Encoded under the read lock, written after releasing it, so writers wait only for a memcpy.
                 s.lock.readLock().lock();
                 try {
-                    records += Keyspace.encodeShard(s, f, SNAPSHOT_CHUNK_BYTES, flush);
+                    records += Keyspace.encodeShard(s, f, SNAPSHOT_CHUNK_BYTES, flush, EXTERNAL_VALUE_BYTES, large);
                     flush.run();
                 } finally {
                     s.lock.readLock().unlock();
                 }
-                for (byte[] b : pending) {
-                    LogWriter.writeFully(ch, ByteBuffer.wrap(b), pos[0]);
-                    pos[0] += b.length;
-                }
-                pending.clear();
+                write.run();
             }
             for (CollectionCopy c : docs) {
                 f.op(LogDescriptor.OP_COLLECTION_CREATE).putBytes(c.name());
@@ -2864,16 +2888,19 @@ public final class Store implements AutoCloseable {
             flush.run();
             f.op(LogDescriptor.OP_SNAPSHOT_END).putLong(records);
             flush.run();
-            for (byte[] b : pending) {
-                LogWriter.writeFully(ch, ByteBuffer.wrap(b), pos[0]);
-                pos[0] += b.length;
-            }
+            write.run();
             // the blob files it names first (those written without fsync since the rotation)
             blobs.syncUnsynced();
             ch.force(true);
+        } catch (java.io.UncheckedIOException e) {
+            Files.deleteIfExists(tmp);
+            throw e.getCause();
         } catch (IOException | RuntimeException e) {
             Files.deleteIfExists(tmp);
             throw e;
+        } finally {
+            // an encoding that failed under a lock leaves its blocks pinned
+            unpinForLog(pinned);
         }
         Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
         LogWriter.syncDirectory(dir);
@@ -2883,6 +2910,13 @@ public final class Store implements AutoCloseable {
         LOG.info("snapshot {} written: {} records, {} bytes, {} ms", target.getFileName(), records,
                 Files.size(target), (System.nanoTime() - started) / 1_000_000);
         return target;
+    }
+
+    private void unpinForLog(List<MemorySegment> blocks) {
+        for (MemorySegment b : blocks) {
+            keyspace.memory.unpinForLog(b);
+        }
+        blocks.clear();
     }
 
     /** When the last snapshot became durable (epoch ms), 0 if never. */
