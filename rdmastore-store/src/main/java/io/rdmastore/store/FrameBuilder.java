@@ -286,9 +286,9 @@ final class FrameBuilder {
     }
 
     /**
-     * The sealed or stamped frame of a builder with an external field, as the pieces to write in order: the buffer up to the
-     * external bytes, those bytes (a direct view: no copy into the heap), the rest of the buffer. The buffer is given
-     * away as by {@link #detach}.
+     * The sealed or stamped frame of a builder with an external field, as the pieces to write in order: the buffer up
+     * to the external bytes, those bytes (a direct view: no copy into the heap), the rest of the buffer. The buffer is
+     * given away as by {@link #detach}.
      */
     ByteBuffer[] pieces() {
         detached = true;

@@ -149,6 +149,8 @@ final class LogWriter implements AutoCloseable {
         this.term = lastTerm;
         this.segmentId = id;
         active = ByteBuffer.allocateDirect(BUFFER_BYTES);
+        // pooled like every later buffer, or its first write would drop it while it still counts in buffers
+        pooled.add(active);
         buffers = 1;
         Path file = dir.resolve(LogDescriptor.segmentName(id));
         channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
@@ -252,8 +254,12 @@ final class LogWriter implements AutoCloseable {
                 wake = false;
                 if (active == null || n > active.remaining()) {
                     awaitRoomLocked(n, true);
-                    queueActiveLocked();
-                    active = takeBufferLocked();
+                    // a write that ended during the wait may have left its buffer active, empty: it is used, not
+                    // replaced (a replaced one would be lost to the pool for good)
+                    if (active == null || n > active.remaining()) {
+                        queueActiveLocked();
+                        active = takeBufferLocked();
+                    }
                     wake = queuedBytes >= WAKE_QUEUED_BYTES;
                 }
                 positionLocked(f, replTerm, replIndex, replFrame, false);
@@ -267,12 +273,13 @@ final class LogWriter implements AutoCloseable {
     }
 
     /**
-     * Waits until a frame of {@code n} bytes may be queued: for a free (or new) buffer when {@code buffer}, else until
-     * the queue has room for it (an empty queue always has). Counts a wait. The caller holds appendLock.
+     * Waits until a frame of {@code n} bytes may be queued: when {@code buffer}, for an active buffer with room for it
+     * or a free (or new) one (a write that ends hands its first buffer back as the active one), else until the queue
+     * has room for it (an empty queue always has). Counts a wait. The caller holds appendLock.
      */
     private void awaitRoomLocked(int n, boolean buffer) {
         boolean counted = false;
-        while (buffer ? free.isEmpty() && buffers >= MAX_BUFFERS
+        while (buffer ? free.isEmpty() && buffers >= MAX_BUFFERS && (active == null || n > active.remaining())
                 : queuedBytes > 0 && queuedBytes + n > MAX_QUEUED_BYTES) {
             if (!counted) {
                 appendWaits.increment();

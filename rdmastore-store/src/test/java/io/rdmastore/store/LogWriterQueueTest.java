@@ -104,6 +104,62 @@ class LogWriterQueueTest {
         }
     }
 
+    /**
+     * The pool exhausted again and again: each time the writer hands its buffers back, the waiting append must take
+     * one without losing another (a lost buffer still counts against the pool, so a few rounds would leave none and
+     * every append waiting for ever), and the first buffer the log opened with is pooled like the rest.
+     */
+    @Test
+    @Timeout(60)
+    void anExhaustedPoolGivesEveryBufferBack() throws Exception {
+        int key = 60_000;
+        int perRound = (int) (LogWriter.MAX_QUEUED_BYTES / key) + 20;
+        int rounds = 2 * LogWriter.MAX_BUFFERS + 2;
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        long ticket = 0;
+        try (LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0))) {
+            for (int round = 0; round < rounds; round++) {
+                int first = round * perRound;
+                CountDownLatch held = new CountDownLatch(1);
+                CountDownLatch release = new CountDownLatch(1);
+                Future<?> holder = pool.submit(() -> w.holdingWrites(ch -> {
+                    held.countDown();
+                    try {
+                        release.await(20, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }));
+                assertTrue(held.await(10, TimeUnit.SECONDS));
+                long waitsBefore = w.appendWaits();
+                Future<Long> appender = pool.submit(() -> {
+                    long t = 0;
+                    for (int i = first; i < first + perRound; i++) {
+                        t = append(w, frameOf(key, (byte) (i % 100)));
+                    }
+                    return t;
+                });
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (w.appendWaits() == waitsBefore && System.nanoTime() < deadline) {
+                    Thread.sleep(2);
+                }
+                assertEquals(waitsBefore + 1, w.appendWaits(), "round " + round + ": the pool runs out");
+                release.countDown();
+                holder.get(10, TimeUnit.SECONDS);
+                ticket = appender.get(10, TimeUnit.SECONDS);
+            }
+            w.syncTo(ticket);
+            assertEquals((long) rounds * perRound, w.lastIndex());
+        } finally {
+            pool.shutdownNow();
+        }
+        List<long[]> got = framesInFile();
+        assertEquals(rounds * perRound, got.size());
+        for (int i = 0; i < got.size(); i++) {
+            assertEquals(i % 100, got.get(i)[0], "frame " + i + " in append order");
+        }
+    }
+
     @Test
     @Timeout(30)
     void largeFramesInterleavedWithSmallOnesKeepAppendOrder() throws Exception {

@@ -309,17 +309,26 @@ class RecoveryTest {
      * of a block the snapshot still has to write must copy it, and an overwrite must not free it first.
      */
     @Test
+    // a thread of its own: a log that stopped taking writes would hang close(), which no interrupt ends
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void snapshotWhileChangingLargeStringsLosesNothing() throws Exception {
         int writers = 2;
-        int keys = 3;
+        // not a multiple of the three operations, so every key sees each of them
+        int keys = 4;
         List<Thread> threads = new ArrayList<>();
         AtomicBoolean stop = new AtomicBoolean();
+        var failed = new java.util.concurrent.atomic.AtomicReference<Throwable>();
         List<java.util.Map<String, byte[]>> models = new ArrayList<>();
         try (Store st = Store.open(TestSupport.config(dir).snapshotLogBytes(0))) {
             for (int w = 0; w < writers; w++) {
                 int id = w;
                 java.util.Map<String, byte[]> model = new java.util.HashMap<>();
                 models.add(model);
+                for (int k = 0; k < keys; k++) {
+                    byte[] v = largeValue(1000 * id + k, 40 * 1024);
+                    st.set(b("L" + id + ":" + k), v);
+                    model.put("L" + id + ":" + k, v);
+                }
                 Thread t = new Thread(() -> {
                     for (int i = 0; !stop.get() || i < 3 * keys; i++) {
                         String key = "L" + id + ":" + i % keys;
@@ -347,6 +356,8 @@ class RecoveryTest {
                         model.put(key, v);
                     }
                 });
+                t.setUncaughtExceptionHandler((th, e) -> failed.set(e));
+                t.setDaemon(true);
                 threads.add(t);
                 t.start();
             }
@@ -359,9 +370,11 @@ class RecoveryTest {
                 t.join();
             }
         }
+        assertNull(failed.get(), () -> "a writer failed: " + failed.get());
         try (Store st = TestSupport.open(dir)) {
             assertNotNull(st.recoveryReport().snapshotUsed());
             for (java.util.Map<String, byte[]> model : models) {
+                assertEquals(keys, model.size());
                 for (java.util.Map.Entry<String, byte[]> e : model.entrySet()) {
                     assertTrue(java.util.Arrays.equals(e.getValue(), st.get(b(e.getKey()))), e.getKey());
                 }
