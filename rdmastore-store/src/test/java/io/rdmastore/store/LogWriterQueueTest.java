@@ -57,6 +57,29 @@ class LogWriterQueueTest {
         return out;
     }
 
+    /** A thread holding the log's write lock, so no write runs, until {@link #release}. */
+    private record HeldWrites(CountDownLatch released, Future<?> holder) {
+        void release() throws Exception {
+            released.countDown();
+            holder.get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static HeldWrites holdWrites(ExecutorService pool, LogWriter w) throws InterruptedException {
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch released = new CountDownLatch(1);
+        Future<?> holder = pool.submit(() -> w.holdingWrites(ch -> {
+            holding.countDown();
+            try {
+                released.await(20, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+        assertTrue(holding.await(10, TimeUnit.SECONDS));
+        return new HeldWrites(released, holder);
+    }
+
     @Test
     @Timeout(30)
     void anExhaustedPoolMakesAppendsWaitThenContinue() throws Exception {
@@ -64,17 +87,7 @@ class LogWriterQueueTest {
         int frames = (int) (LogWriter.MAX_QUEUED_BYTES / key) + 40;
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try (LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0))) {
-            CountDownLatch held = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            Future<?> holder = pool.submit(() -> w.holdingWrites(ch -> {
-                held.countDown();
-                try {
-                    release.await(20, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }));
-            assertTrue(held.await(10, TimeUnit.SECONDS));
+            HeldWrites held = holdWrites(pool, w);
             Future<Long> appender = pool.submit(() -> {
                 long t = 0;
                 for (int i = 0; i < frames; i++) {
@@ -88,8 +101,7 @@ class LogWriterQueueTest {
             }
             assertEquals(1, w.appendWaits(), "the append past the last buffer waits for the writer");
             assertFalse(appender.isDone(), "appends cannot go on while every buffer is queued and no write runs");
-            release.countDown();
-            holder.get(10, TimeUnit.SECONDS);
+            held.release();
             long ticket = appender.get(20, TimeUnit.SECONDS);
             w.syncTo(ticket);
             assertEquals(frames, w.lastIndex());
@@ -120,17 +132,7 @@ class LogWriterQueueTest {
         try (LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0))) {
             for (int round = 0; round < rounds; round++) {
                 int first = round * perRound;
-                CountDownLatch held = new CountDownLatch(1);
-                CountDownLatch release = new CountDownLatch(1);
-                Future<?> holder = pool.submit(() -> w.holdingWrites(ch -> {
-                    held.countDown();
-                    try {
-                        release.await(20, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }));
-                assertTrue(held.await(10, TimeUnit.SECONDS));
+                HeldWrites held = holdWrites(pool, w);
                 long waitsBefore = w.appendWaits();
                 Future<Long> appender = pool.submit(() -> {
                     long t = 0;
@@ -144,8 +146,7 @@ class LogWriterQueueTest {
                     Thread.sleep(2);
                 }
                 assertEquals(waitsBefore + 1, w.appendWaits(), "round " + round + ": the pool runs out");
-                release.countDown();
-                holder.get(10, TimeUnit.SECONDS);
+                held.release();
                 ticket = appender.get(10, TimeUnit.SECONDS);
             }
             w.syncTo(ticket);
