@@ -194,23 +194,11 @@ final class FrameBuilder {
      */
     ByteBuffer seal() {
         int len = payloadLength();
-        int crc;
-        if (external == null) {
-            crc = LogDescriptor.crc(len, buf, LogDescriptor.HEADER_LENGTH, len);
-        } else {
-            this.crc.reset();
-            for (int shift = 0; shift < 32; shift += 8) {
-                this.crc.update((len >>> shift) & 0xff);
-            }
-            this.crc.update(buf, LogDescriptor.HEADER_LENGTH, externalAt - LogDescriptor.HEADER_LENGTH);
-            this.crc.update(external.asByteBuffer());
-            this.crc.update(buf, externalAt, pos - externalAt);
-            crc = (int) this.crc.getValue();
-        }
+        crcUpTo(len, pos);
         int p = pos;
         pos = 0;
         putInt(len);
-        putInt(crc);
+        putInt((int) crc.getValue());
         pos = p;
         return ByteBuffer.wrap(buf, 0, pos).order(LogDescriptor.ORDER);
     }
@@ -226,23 +214,30 @@ final class FrameBuilder {
         positionAt = pos;
         pos += 16;
         int len = payloadLength();
-        crc.reset();
-        crc.update(len & 0xff);
-        crc.update((len >>> 8) & 0xff);
-        crc.update((len >>> 16) & 0xff);
-        crc.update((len >>> 24) & 0xff);
-        if (external == null) {
-            crc.update(buf, LogDescriptor.HEADER_LENGTH, len - 16);
-        } else {
-            crc.update(buf, LogDescriptor.HEADER_LENGTH, externalAt - LogDescriptor.HEADER_LENGTH);
-            crc.update(external.asByteBuffer());
-            crc.update(buf, externalAt, positionAt - externalAt);
-        }
+        crcUpTo(len, positionAt);
         int p = pos;
         pos = 0;
         putInt(len);
         pos = p;
         return ByteBuffer.wrap(buf, 0, pos).order(LogDescriptor.ORDER);
+    }
+
+    /**
+     * Restarts {@link #crc} over the frame's length field ({@code len}) and its payload up to {@code end} in the buffer,
+     * the external bytes, if any, in their place.
+     */
+    private void crcUpTo(int len, int end) {
+        crc.reset();
+        for (int shift = 0; shift < 32; shift += 8) {
+            crc.update((len >>> shift) & 0xff);
+        }
+        if (external == null) {
+            crc.update(buf, LogDescriptor.HEADER_LENGTH, end - LogDescriptor.HEADER_LENGTH);
+        } else {
+            crc.update(buf, LogDescriptor.HEADER_LENGTH, externalAt - LogDescriptor.HEADER_LENGTH);
+            crc.update(external.asByteBuffer());
+            crc.update(buf, externalAt, end - externalAt);
+        }
     }
 
     /** Fills in the position of a frame sealed by {@link #sealPositioned} and finishes its CRC. */

@@ -252,11 +252,11 @@ final class LogWriter implements AutoCloseable {
                 wake = queuedBytes >= WAKE_QUEUED_BYTES;
             } else {
                 wake = false;
-                if (active == null || n > active.remaining()) {
+                if (activeLacksRoomLocked(n)) {
                     awaitRoomLocked(n, true);
                     // a write that ended during the wait may have left its buffer active, empty: it is used, not
                     // replaced (a replaced one would be lost to the pool for good)
-                    if (active == null || n > active.remaining()) {
+                    if (activeLacksRoomLocked(n)) {
                         queueActiveLocked();
                         active = takeBufferLocked();
                     }
@@ -279,7 +279,7 @@ final class LogWriter implements AutoCloseable {
      */
     private void awaitRoomLocked(int n, boolean buffer) {
         boolean counted = false;
-        while (buffer ? free.isEmpty() && buffers >= MAX_BUFFERS && (active == null || n > active.remaining())
+        while (buffer ? free.isEmpty() && buffers >= MAX_BUFFERS && activeLacksRoomLocked(n)
                 : queuedBytes > 0 && queuedBytes + n > MAX_QUEUED_BYTES) {
             if (!counted) {
                 appendWaits.increment();
@@ -301,6 +301,11 @@ final class LogWriter implements AutoCloseable {
             }
             checkWritable();
         }
+    }
+
+    /** Whether a frame of {@code n} bytes needs a buffer other than the active one. The caller holds appendLock. */
+    private boolean activeLacksRoomLocked(int n) {
+        return active == null || n > active.remaining();
     }
 
     /** Queues the active buffer when it holds frames; true if it did. The caller holds appendLock. */

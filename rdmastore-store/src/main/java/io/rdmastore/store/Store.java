@@ -2818,13 +2818,13 @@ public final class Store implements AutoCloseable {
         List<MemorySegment> pinned = new ArrayList<>();
         try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             LogWriter.writeFully(ch, ByteBuffer.wrap(LogDescriptor.SNAPSHOT_MAGIC), 0);
-            long[] pos = {LogDescriptor.MAGIC_LENGTH};
+            long pos = LogDescriptor.MAGIC_LENGTH;
             FrameBuilder f = new FrameBuilder();
             // The position the snapshot covers: the log after it starts at the next index.
             f.op(LogDescriptor.OP_POSITION).putLong(position[0]).putLong(position[1]);
             ByteBuffer head = f.seal();
-            LogWriter.writeFully(ch, head, pos[0]);
-            pos[0] += f.payloadLength() + LogDescriptor.HEADER_LENGTH;
+            LogWriter.writeFully(ch, head, pos);
+            pos += f.payloadLength() + LogDescriptor.HEADER_LENGTH;
             f.reset();
             Runnable flush = () -> {
                 if (!f.isEmpty()) {
@@ -2845,20 +2845,6 @@ public final class Store implements AutoCloseable {
                 pending.addAll(List.of(f.pieces()));
                 f.reset();
             };
-            Runnable write = () -> {
-                try {
-                    for (ByteBuffer b : pending) {
-                        int n = b.remaining();
-                        LogWriter.writeFully(ch, b, pos[0]);
-                        pos[0] += n;
-                    }
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                } finally {
-                    pending.clear();
-                    unpinForLog(pinned);
-                }
-            };
             for (int i = 0; i < Keyspace.SHARDS; i++) {
                 Keyspace.Shard s = keyspace.shards[i];
                 // Encoded under the read lock, written after releasing it, so writers wait only for a memcpy.
@@ -2869,7 +2855,7 @@ public final class Store implements AutoCloseable {
                 } finally {
                     s.lock.readLock().unlock();
                 }
-                write.run();
+                pos = writePending(ch, pos, pending, pinned);
             }
             for (CollectionCopy c : docs) {
                 f.op(LogDescriptor.OP_COLLECTION_CREATE).putBytes(c.name());
@@ -2888,13 +2874,10 @@ public final class Store implements AutoCloseable {
             flush.run();
             f.op(LogDescriptor.OP_SNAPSHOT_END).putLong(records);
             flush.run();
-            write.run();
+            pos = writePending(ch, pos, pending, pinned);
             // the blob files it names first (those written without fsync since the rotation)
             blobs.syncUnsynced();
             ch.force(true);
-        } catch (java.io.UncheckedIOException e) {
-            Files.deleteIfExists(tmp);
-            throw e.getCause();
         } catch (IOException | RuntimeException e) {
             Files.deleteIfExists(tmp);
             throw e;
@@ -2910,6 +2893,26 @@ public final class Store implements AutoCloseable {
         LOG.info("snapshot {} written: {} records, {} bytes, {} ms", target.getFileName(), records,
                 Files.size(target), (System.nanoTime() - started) / 1_000_000);
         return target;
+    }
+
+    /**
+     * Writes a snapshot's {@code pending} frames at {@code position}, then lets go of them and of the {@code pinned}
+     * blocks they were written from; returns the position after them.
+     */
+    private long writePending(FileChannel ch, long position, List<ByteBuffer> pending, List<MemorySegment> pinned)
+            throws IOException {
+        long p = position;
+        try {
+            for (ByteBuffer b : pending) {
+                int n = b.remaining();
+                LogWriter.writeFully(ch, b, p);
+                p += n;
+            }
+            return p;
+        } finally {
+            pending.clear();
+            unpinForLog(pinned);
+        }
     }
 
     private void unpinForLog(List<MemorySegment> blocks) {
