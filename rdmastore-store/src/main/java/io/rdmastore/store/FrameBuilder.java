@@ -223,8 +223,8 @@ final class FrameBuilder {
     }
 
     /**
-     * Restarts {@link #crc} over the frame's length field ({@code len}) and its payload up to {@code end} in the buffer,
-     * the external bytes, if any, in their place.
+     * Restarts {@link #crc} over the frame's length field ({@code len}) and its payload up to {@code end} in the
+     * buffer, the external bytes, if any, in their place.
      */
     private void crcUpTo(int len, int end) {
         crc.reset();
