@@ -1,6 +1,7 @@
 package io.rdmastore.bench;
 
 import io.rdmastore.client.RdmaStoreClient;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -24,6 +25,15 @@ public final class E2Latency implements Experiment {
     static final int[] SIZES = {1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20};
     static final int[] QUICK_SIZES = {1 << 10, 64 << 10};
     static final String[] OPS = {"get", "put"};
+    /**
+     * The caller's-buffer cells, from {@link #BUFFERS_FROM} bytes, for rdmastore over ucx and Redis: GET into and SET
+     * from a direct buffer reused across calls (rdmastore's {@code get(key, dst)} and {@code set(key, src)}, which lend
+     * and read one-sided with no copy on the client; Redis's client over a {@code SocketChannel},
+     * {@link E2RespBuffers}).
+     */
+    static final String[] BUFFER_OPS = {"get-buf", "put-buf"};
+    static final int BUFFERS_FROM = 256 << 10;
+    static final List<String> ALL_OPS = List.of("get", "put", "get-buf", "put-buf");
     static final String[] METRICS = {"p50_us", "p99_us", "p999_us", "mean_us", "source_us", "process_us", "sink_us",
         "other_us", "server_cpu_us_per_op", "server_copies", "over30_per_s"};
 
@@ -117,8 +127,14 @@ public final class E2Latency implements Experiment {
         }
         List<Result> results = new ArrayList<>();
         Map<String, String> mechanisms = new LinkedHashMap<>();
-        Progress progress = new Progress("E2", options.persistence().size() * systems.size() * plan.modes().size()
-            * plan.repeats() * sizes.length * OPS.length);
+        int calls = 0;
+        for (String system : systems) {
+            for (int size : sizes) {
+                calls += ops(system, size).size();
+            }
+        }
+        Progress progress = new Progress("E2", options.persistence().size() * plan.modes().size() * plan.repeats()
+            * calls);
         for (BenchOptions.Persistence pairing : options.persistence()) {
             if (systems.contains("rdmastore-ucx") && Arrays.stream(sizes).anyMatch(s -> s == FLOOR_SIZE)) {
                 floor(pairing, plan, results, mechanisms);
@@ -154,6 +170,15 @@ public final class E2Latency implements Experiment {
         }
         progress.done();
         report(results, options, plan, redis, mechanisms, report);
+    }
+
+    /** The ops measured for {@code system} at {@code size}: GET, PUT, and the caller's-buffer ones from their size. */
+    static List<String> ops(String system, int size) {
+        List<String> ops = new ArrayList<>(List.of(OPS));
+        if (size >= BUFFERS_FROM && (system.equals("rdmastore-ucx") || system.equals("redis"))) {
+            ops.addAll(List.of(BUFFER_OPS));
+        }
+        return ops;
     }
 
     /** The size at which E2 also measures the host's floor (raw JUCX put ping-pong). */
@@ -237,7 +262,7 @@ public final class E2Latency implements Experiment {
                 byte[] key = ("e2:" + size).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
                 byte[] value = value(size);
                 client.set(key, value);
-                for (String op : OPS) {
+                for (String op : ops(system, size)) {
                     warm(call(client, system, op, key, value), plan.warmNanos());
                 }
             }
@@ -250,7 +275,7 @@ public final class E2Latency implements Experiment {
                             throw new IllegalStateException("E2: " + system + " did not return the " + size
                                 + "-byte value it stored");
                         }
-                        for (String op : OPS) {
+                        for (String op : ops(system, size)) {
                             Call call = call(client, system, op, key, value);
                             Histogram h;
                             Map<String, Long> before;
@@ -270,7 +295,7 @@ public final class E2Latency implements Experiment {
                                 infoAfter = client.info();
                                 after = timingSums(infoAfter);
                             }
-                            String opcode = op.equals("get") ? "get" : "set";
+                            String opcode = op.startsWith("get") ? "get" : "set";
                             long n = after.getOrDefault(opcode + "_count", 0L)
                                 - before.getOrDefault(opcode + "_count", 0L);
                             if (n != h.getTotalCount()) {
@@ -293,14 +318,14 @@ public final class E2Latency implements Experiment {
 
     private static void redis(RedisServer server, BenchOptions.Persistence pairing, Plan plan, List<Result> out,
                               Map<String, String> mechanisms, Progress progress) throws Exception {
-        try (E2Resp client = new E2Resp(server.port())) {
+        try (E2Resp client = new E2Resp(server.port()); E2RespBuffers buffers = new E2RespBuffers(server.port())) {
             for (int size : plan.sizes()) {
                 // the same untimed lap over every cell as rdmastore gets
                 byte[] key = ("e2:" + size).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
                 byte[] value = value(size);
                 client.set(key, value);
-                for (String op : OPS) {
-                    warm(call(client, op, key, value), plan.warmNanos());
+                for (String op : ops("redis", size)) {
+                    warm(call(client, buffers, op, key, value), plan.warmNanos());
                 }
             }
             for (CpuState.Mode mode : plan.modes()) {
@@ -313,8 +338,8 @@ public final class E2Latency implements Experiment {
                             throw new IllegalStateException("E2: redis did not return the " + size
                                 + "-byte value it stored");
                         }
-                        for (String op : OPS) {
-                            Call call = call(client, op, key, value);
+                        for (String op : ops("redis", size)) {
+                            Call call = call(client, buffers, op, key, value);
                             Histogram h;
                             double cpu;
                             try (CpuState.Guard g = CpuState.enter(mode, plan.warmNanos() + plan.measureNanos()
@@ -337,32 +362,76 @@ public final class E2Latency implements Experiment {
         }
     }
 
-    /** One GET or SET of {@code key} on rdmastore, checking the answer. */
-    private static Call call(RdmaStoreClient client, String system, String op, byte[] key, byte[] value) {
+    /** One GET or SET of {@code key} on rdmastore (of {@code op}: OPS or BUFFER_OPS), checking the answer. */
+    private static Call call(RdmaStoreClient client, String system, String op, byte[] key, byte[] value)
+        throws Exception {
         int size = value.length;
-        return op.equals("get") ? () -> {
-            byte[] v = client.get(key);
-            if (v == null || v.length != size) {
-                throw new IllegalStateException("E2: " + system + " GET returned "
-                    + (v == null ? "null" : v.length + " bytes") + " for a " + size + "-byte value");
-            }
-        } : () -> {
-            if (!client.set(key, value)) {
-                throw new IllegalStateException("E2: " + system + " SET was not written");
-            }
+        ByteBuffer buf = buffer(op, value);
+        return switch (op) {
+            case "get" -> () -> checkLength(system, client.get(key), size);
+            case "get-buf" -> checked(system, () -> checkLength(system, client.get(key, buf.clear()), size), buf,
+                value);
+            case "put" -> () -> checkWritten(system, client.set(key, value));
+            case "put-buf" -> () -> checkWritten(system, client.set(key, buf.clear()));
+            default -> throw new IllegalArgumentException(op);
         };
     }
 
-    /** One GET or SET of {@code key} on Redis; GET reads each value into a new array, as rdmastore's client does. */
-    private static Call call(E2Resp client, String op, byte[] key, byte[] value) {
+    /**
+     * One GET or SET of {@code key} on Redis: GET reads each value into a new array, as rdmastore's client does; the
+     * BUFFER_OPS go through {@code buffers} from and into a reused direct buffer.
+     */
+    private static Call call(E2Resp client, E2RespBuffers buffers, String op, byte[] key, byte[] value)
+        throws Exception {
         int size = value.length;
-        return op.equals("get") ? () -> {
-            byte[] v = client.getValue(key);
-            if (v == null || v.length != size) {
-                throw new IllegalStateException("E2: redis GET returned "
-                    + (v == null ? "null" : v.length + " bytes") + " for a " + size + "-byte value");
-            }
-        } : () -> client.set(key, value);
+        ByteBuffer buf = buffer(op, value);
+        return switch (op) {
+            case "get" -> () -> checkLength("redis", client.getValue(key), size);
+            case "get-buf" -> checked("redis", () -> checkLength("redis", buffers.get(key, buf.clear()), size), buf,
+                value);
+            case "put" -> () -> client.set(key, value);
+            case "put-buf" -> () -> buffers.set(key, buf.clear());
+            default -> throw new IllegalArgumentException(op);
+        };
+    }
+
+    /** The direct buffer a caller's-buffer op reuses: empty for get-buf, holding the value for put-buf; else null. */
+    private static ByteBuffer buffer(String op, byte[] value) {
+        return switch (op) {
+            case "get-buf" -> ByteBuffer.allocateDirect(value.length);
+            case "put-buf" -> ByteBuffer.allocateDirect(value.length).put(value).flip();
+            default -> null;
+        };
+    }
+
+    /**
+     * {@code get}, once run here untimed: it must leave the key's value, {@code value}, in {@code buf} (the timed calls
+     * check only the length).
+     */
+    private static Call checked(String system, Call get, ByteBuffer buf, byte[] value) throws Exception {
+        get.run();
+        if (!buf.clear().equals(ByteBuffer.wrap(value))) {
+            throw new IllegalStateException("E2: " + system + " GET into a buffer did not return the "
+                + value.length + "-byte value stored");
+        }
+        return get;
+    }
+
+    private static void checkLength(String system, byte[] v, int size) {
+        checkLength(system, v == null ? -1 : v.length, size);
+    }
+
+    private static void checkLength(String system, int length, int size) {
+        if (length != size) {
+            throw new IllegalStateException("E2: " + system + " GET returned "
+                + (length < 0 ? "null" : length + " bytes") + " for a " + size + "-byte value");
+        }
+    }
+
+    private static void checkWritten(String system, boolean written) {
+        if (!written) {
+            throw new IllegalStateException("E2: " + system + " SET was not written");
+        }
     }
 
     static byte[] value(int size) {
@@ -488,13 +557,13 @@ public final class E2Latency implements Experiment {
             "calls");
         List<List<String>> body = new ArrayList<>();
         List<String> rheader = List.of("persistence", "cpu", "size", "get p50 tcp/ucx", "put p50 tcp/ucx",
-            "get p50 redis/ucx", "put p50 redis/ucx");
+            "get p50 redis/ucx", "put p50 redis/ucx", "get-buf p50 redis/ucx", "put-buf p50 redis/ucx");
         List<List<String>> rbody = new ArrayList<>();
         for (BenchOptions.Persistence pairing : options.persistence()) {
             String pl = pairing.label();
             for (CpuState.Mode mode : plan.modes()) {
                 String ml = mode.label();
-                for (String op : OPS) {
+                for (String op : ALL_OPS) {
                     for (int size : plan.sizes()) {
                         for (String system : List.of("rdmastore-ucx", "rdmastore-tcp", "redis", "limit", "floor")) {
                             String c = key(system, pl, ml, op, size);
@@ -518,7 +587,8 @@ public final class E2Latency implements Experiment {
                 for (int size : plan.sizes()) {
                     rbody.add(List.of(pl, ml, Sizes.human(size), ratio(cells, "rdmastore-tcp", pl, ml, "get", size),
                         ratio(cells, "rdmastore-tcp", pl, ml, "put", size), ratio(cells, "redis", pl, ml, "get", size),
-                        ratio(cells, "redis", pl, ml, "put", size)));
+                        ratio(cells, "redis", pl, ml, "put", size), ratio(cells, "redis", pl, ml, "get-buf", size),
+                        ratio(cells, "redis", pl, ml, "put-buf", size)));
                 }
             }
         }
@@ -555,8 +625,11 @@ public final class E2Latency implements Experiment {
                 + "figures are the median with the range (min-max) of the repeats in brackets, ratios are of medians. "
                 + "CPU modes: %s. Persistence pairings: %s. Both clients read values the same way: every GET "
                 + "returns a new array of the value's length (rdmastore's get(byte[]); the Redis client allocates "
-                + "likewise, no reused buffer). Server CPU us/op is the server process's CPU over the measured phase "
-                + "only, per call. ",
+                + "likewise, no reused buffer). get-buf and put-buf rows (from " + Sizes.human(BUFFERS_FROM) + ", ucx "
+                + "and Redis): the value read into and written from a direct buffer the caller reuses, each client's "
+                + "best way with one (rdmastore's get(key, dst) and set(key, src), read and lent one-sided with no "
+                + "copy on the client; Redis's client over a SocketChannel, one kernel copy each way). "
+                + "Server CPU us/op is the server process's CPU over the measured phase only, per call. ",
             plan.warmNanos() / 1e9, plan.measureNanos() / 1e9, plan.repeats(), describe(plan.modes(), mechanisms),
             String.join("; ", options.persistence().stream().map(p -> p.label() + " = " + p.describe()).toList())));
         sb.append("rdmastore-ucx: server with --ucx-idle spin (one core), "
@@ -615,32 +688,40 @@ public final class E2Latency implements Experiment {
                         fs.median(), 1e3 / gm, gm, 1e3 / fm, fm));
                 }
             }
-            List<String> missed = new ArrayList<>();
-            int compared = 0;
-            for (String op : OPS) {
-                for (int size : plan.sizes()) {
-                    Spread u = spread(cells, key("rdmastore-ucx", pl, ml, op, size), "p50_us");
-                    Spread r = spread(cells, key("redis", pl, ml, op, size), "p50_us");
-                    if (u.n() > 0 && r.n() > 0) {
-                        compared++;
-                        if (r.median() < 3 * u.median()) {
-                            Spread f = spread(cells, key("floor", pl, ml, op, size), "p50_us");
-                            String floor = f.n() == 0 ? "" : String.format(Locale.ROOT, "; floor %s us %s the 3x line "
-                                + "%s us", f(f.median()), f.median() > r.median() / 3 ? "above" : "below",
-                                f(r.median() / 3));
-                            missed.add(op + " " + Sizes.human(size) + String.format(Locale.ROOT, " %.1fx",
-                                r.median() / u.median()) + floor);
-                        }
+            threeTimes(cells, plan, pl, ml, OPS, "GET and PUT at every size", sb);
+            threeTimes(cells, plan, pl, ml, BUFFER_OPS, "with the caller's buffers (get-buf and put-buf, from "
+                + Sizes.human(BUFFERS_FROM) + ")", sb);
+        }
+        return sb.toString();
+    }
+
+    /** Appends the 3x-below-Redis verdict of {@code ops} in one CPU mode and pairing. */
+    private static void threeTimes(Map<String, List<Result>> cells, Plan plan, String pl, String ml, String[] ops,
+                                   String what, StringBuilder sb) {
+        List<String> missed = new ArrayList<>();
+        int compared = 0;
+        for (String op : ops) {
+            for (int size : plan.sizes()) {
+                Spread u = spread(cells, key("rdmastore-ucx", pl, ml, op, size), "p50_us");
+                Spread r = spread(cells, key("redis", pl, ml, op, size), "p50_us");
+                if (u.n() > 0 && r.n() > 0) {
+                    compared++;
+                    if (r.median() < 3 * u.median()) {
+                        Spread f = spread(cells, key("floor", pl, ml, op, size), "p50_us");
+                        String floor = f.n() == 0 ? "" : String.format(Locale.ROOT, "; floor %s us %s the 3x line "
+                            + "%s us", f(f.median()), f.median() > r.median() / 3 ? "above" : "below",
+                            f(r.median() / 3));
+                        missed.add(op + " " + Sizes.human(size) + String.format(Locale.ROOT, " %.1fx",
+                            r.median() / u.median()) + floor);
                     }
                 }
             }
-            if (compared > 0) {
-                sb.append(String.format(Locale.ROOT, " Issue 13 (%s, %s): ucx p50 at least 3x below Redis for GET "
-                    + "and PUT at every size: %s.", ml, pl, missed.isEmpty() ? "met in all " + compared + " cells"
-                    : "missed in " + missed.size() + " of " + compared + " (" + String.join(", ", missed) + ")"));
-            }
         }
-        return sb.toString();
+        if (compared > 0) {
+            sb.append(String.format(Locale.ROOT, " Issue 13 (%s, %s): ucx p50 at least 3x below Redis %s: %s.",
+                ml, pl, what, missed.isEmpty() ? "met in all " + compared + " cells"
+                : "missed in " + missed.size() + " of " + compared + " (" + String.join(", ", missed) + ")"));
+        }
     }
 
     /** The CPU modes with how the awake one was held, for the notes. */

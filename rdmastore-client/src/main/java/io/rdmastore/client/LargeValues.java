@@ -11,6 +11,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicReference;
@@ -50,6 +51,8 @@ final class LargeValues implements AutoCloseable {
     static final int SET_LARGE_FROM = positive(Integer.getInteger("rdmastore.client.setLargeFrom", 256 * 1024));
     /** The registered memory a SET_LARGE lends its value from (one, cached, up to {@value #MAX_CACHED_BOUNCE}). */
     private final AtomicReference<Registered> setBounce = new AtomicReference<>();
+    /** The registration of the last caller's buffer a SET_LARGE lent as it is. */
+    private final AtomicReference<Registered> source = new AtomicReference<>();
     /** Buffers a SET_LARGE that failed may still be read from: never reused, freed with this object. */
     private final ConcurrentLinkedQueue<Registered> quarantined = new ConcurrentLinkedQueue<>();
     private volatile boolean closed;
@@ -100,43 +103,72 @@ final class LargeValues implements AutoCloseable {
      * not apply here (tcp, a server that refuses it): the caller sends SET.
      */
     Boolean set(byte[] key, byte[] value, int flags, long ttlMillis, Duration timeout) {
+        Connection c = lendable();
+        if (c == null) {
+            return null;
+        }
+        Registered buf = take(setBounce, c, value.length);
+        MemoryCopy.copy(value, buf.segment, 0);
+        return lend(setBounce, buf.segment.byteSize() > MAX_CACHED_BOUNCE ? null : buf, buf, key, value.length, flags,
+            ttlMillis, timeout);
+    }
+
+    /**
+     * SET through SET_LARGE from the caller's direct buffer, lent as it is (no copy on this side): its remaining
+     * bytes. Null when SET_LARGE does not apply here (tcp, a server that refuses it, a heap buffer): the caller sends
+     * SET. The buffer's registration is cached while it is the last one lent.
+     */
+    Boolean set(byte[] key, ByteBuffer value, int flags, long ttlMillis, Duration timeout) {
+        Connection c = value.isDirect() ? lendable() : null;
+        if (c == null) {
+            return null;
+        }
+        // exactly the remaining bytes: SET_LARGE's server reads its descriptor's memory from the start
+        Registered reg = takeRegistered(source, c, MemorySegment.ofBuffer(value), value);
+        return lend(source, reg, reg, key, value.remaining(), flags, ttlMillis, timeout);
+    }
+
+    /** The connection SET_LARGE can go out on, or null when SET is the way. */
+    private Connection lendable() {
         if (setUnsupported || closed) {
             return null;
         }
         Connection c = core.connection();
-        if (!"ucx".equals(c.transportName())) {
-            return null;
-        }
-        Registered buf = take(setBounce, c, value.length);
-        boolean reusable = false;
+        return "ucx".equals(c.transportName()) ? c : null;
+    }
+
+    /**
+     * Sends SET_LARGE lending {@code buf}'s first {@code length} bytes and waits for the answer. Answered, the buffer
+     * goes back to {@code slot} as {@code keep} (or is closed); unanswered (time-out, closed connection), the server
+     * may still read it, so it is quarantined until this object closes.
+     */
+    private Boolean lend(AtomicReference<Registered> slot, Registered keep, Registered buf, byte[] key, long length,
+                         int flags, long ttlMillis, Duration timeout) {
+        boolean answered = false;
         try {
-            MemoryCopy.copy(value, buf.segment, 0);
             byte[] descriptor = buf.registration.descriptor();
-            ClientCore.Call<Boolean> call = core.awaitedCall(ProtocolDescriptor.SET_LARGE, w -> w.u8(flags).i64(ttlMillis)
-                .bytes(key).i64(value.length).bytes(descriptor), (st, r) -> st == ProtocolDescriptor.STATUS_OK,
-                timeout);
+            ClientCore.Call<Boolean> call = core.awaitedCall(ProtocolDescriptor.SET_LARGE, w -> w.u8(flags)
+                .i64(ttlMillis).bytes(key).i64(length).bytes(descriptor),
+                (st, r) -> st == ProtocolDescriptor.STATUS_OK, timeout);
             Boolean written;
             try {
                 written = core.await(call, timeout);
             } catch (RdmaStoreServerException e) {
+                // answered: the server is done with the buffer either way
+                answered = true;
                 String m = String.valueOf(e.getMessage());
                 if (m.startsWith("ERR unknown opcode") || m.startsWith("ERR SET_LARGE unavailable")) {
-                    // the server did not read the buffer
                     setUnsupported = true;
-                    reusable = true;
                     return null;
                 }
-                // answered: the server is done with the buffer either way
-                reusable = true;
                 throw e;
             }
-            reusable = true;
+            answered = true;
             return written;
         } finally {
-            if (reusable) {
-                park(setBounce, buf.segment.byteSize() > MAX_CACHED_BOUNCE ? null : buf, buf);
+            if (answered) {
+                park(slot, keep, buf);
             } else {
-                // no answer (time-out, closed connection): the server may still read it, so it is never reused
                 quarantined.add(buf);
             }
         }
@@ -210,7 +242,7 @@ final class LargeValues implements AutoCloseable {
         Lent lent = (Lent) r;
         try {
             requireRoom(dst, lent.length);
-            Registered reg = takeDestination(c, dst);
+            Registered reg = takeRegistered(destination, c, MemorySegment.ofBuffer(dst.duplicate().clear()), dst);
             boolean pulled;
             try {
                 long offset = MemorySegment.ofBuffer(dst).address() - reg.segment.address();
@@ -333,20 +365,20 @@ final class LargeValues implements AutoCloseable {
     }
 
     /**
-     * The registration of {@code dst}'s whole memory, taken for one call: the cached one when the caller passes the
-     * same buffer again, else a new one. Give it back with {@link #park}.
+     * The registration of {@code memory} (which {@code owner} holds), taken for one call: the one cached in
+     * {@code slot} when the caller passes the same memory again, else a new one. Give it back with {@link #park}.
      */
-    private Registered takeDestination(Connection c, ByteBuffer dst) {
-        MemorySegment whole = MemorySegment.ofBuffer(dst.duplicate().clear());
-        Registered cached = destination.getAndSet(null);
-        if (cached != null && cached.connection == c && cached.segment.address() == whole.address()
-                && cached.segment.byteSize() == whole.byteSize()) {
+    private static Registered takeRegistered(AtomicReference<Registered> slot, Connection c, MemorySegment memory,
+                                             Object owner) {
+        Registered cached = slot.getAndSet(null);
+        if (cached != null && cached.connection == c && cached.segment.address() == memory.address()
+                && cached.segment.byteSize() == memory.byteSize()) {
             return cached;
         }
         if (cached != null) {
             cached.close();
         }
-        return new Registered(c, whole, c.register(whole), null, dst);
+        return new Registered(c, memory, c.register(memory), null, owner);
     }
 
     @Override
@@ -360,9 +392,11 @@ final class LargeValues implements AutoCloseable {
         if (d != null) {
             d.close();
         }
-        Registered s = setBounce.getAndSet(null);
-        if (s != null) {
-            s.close();
+        for (AtomicReference<Registered> slot : List.of(setBounce, source)) {
+            Registered s = slot.getAndSet(null);
+            if (s != null) {
+                s.close();
+            }
         }
         Registered q;
         while ((q = quarantined.poll()) != null) {

@@ -436,10 +436,15 @@ public final class RdmaStoreClient implements AutoCloseable {
     public CompletableFuture<Boolean> setAsync(byte[] key, byte[] value, SetOptions options) {
         byte[] k = key(key);
         byte[] v = Objects.requireNonNull(value, "value must not be null");
-        int flags = (options.ifAbsent() ? ProtocolDescriptor.SET_NX : 0)
-            | (options.ifPresent() ? ProtocolDescriptor.SET_XX : 0);
+        int flags = setFlags(options);
         return call(ProtocolDescriptor.SET, w -> w.u8(flags).i64(options.ttlMillis()).bytes(k).bytes(v),
             (st, r) -> st == ProtocolDescriptor.STATUS_OK);
+    }
+
+    /** SET's flags byte for {@code options}. */
+    private static int setFlags(SetOptions options) {
+        return (options.ifAbsent() ? ProtocolDescriptor.SET_NX : 0)
+            | (options.ifPresent() ? ProtocolDescriptor.SET_XX : 0);
     }
 
     public CompletableFuture<Boolean> setAsync(byte[] key, byte[] value) {
@@ -454,8 +459,7 @@ public final class RdmaStoreClient implements AutoCloseable {
     public boolean set(byte[] key, byte[] value, SetOptions options) {
         if (core.plainReads && value != null && value.length >= LargeValues.SET_LARGE_FROM) {
             byte[] k = key(key);
-            int flags = (options.ifAbsent() ? ProtocolDescriptor.SET_NX : 0)
-                | (options.ifPresent() ? ProtocolDescriptor.SET_XX : 0);
+            int flags = setFlags(options);
             Boolean written = core.largeValues.set(k, value, flags, options.ttlMillis(), timeout);
             if (written != null) {
                 return written;
@@ -465,6 +469,38 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     public boolean set(byte[] key, byte[] value) {
+        return set(key, value, SetOptions.NONE);
+    }
+
+    /**
+     * SET of {@code value}'s remaining bytes: true when written (the position then moves to the limit), false when an
+     * NX/XX condition was not met. Over ucx, to one server, a direct buffer from {@code rdmastore.client.setLargeFrom}
+     * bytes on is lent as it is, with no copy on this side: the server reads it one-sided (docs/protocol.md, "Large
+     * values"); its registration is cached while it is the last buffer lent, so lending the same one again costs
+     * nothing extra. Otherwise the bytes are copied out and sent as by {@link #set(byte[], byte[], SetOptions)}.
+     *
+     * <p>The buffer must not change until the call returns; after a call that got no answer (a time-out, a closed
+     * connection) the server may still read it, so it must not change until this client is closed.
+     */
+    public boolean set(byte[] key, java.nio.ByteBuffer value, SetOptions options) {
+        Objects.requireNonNull(value, "value must not be null");
+        Boolean written = null;
+        if (core.plainReads && value.isDirect() && value.remaining() >= LargeValues.SET_LARGE_FROM) {
+            int flags = setFlags(options);
+            written = core.largeValues.set(key(key), value, flags, options.ttlMillis(), timeout);
+        }
+        if (written == null) {
+            byte[] v = new byte[value.remaining()];
+            value.get(value.position(), v);
+            written = set(key, v, options);
+        }
+        if (written) {
+            value.position(value.limit());
+        }
+        return written;
+    }
+
+    public boolean set(byte[] key, java.nio.ByteBuffer value) {
         return set(key, value, SetOptions.NONE);
     }
 

@@ -113,6 +113,44 @@ class SetLargeTest {
     }
 
     @Test
+    void aCallersDirectBufferIsLentAsItIs(@TempDir Path dir) {
+        for (String transport : TestServers.transports()) {
+            try (RdmaStoreServer server = TestServers.start(dir.resolve(transport), c -> { });
+                 RdmaStoreClient client = TestServers.client(server, transport)) {
+                long before = info(client, "value_set_large");
+                // the remaining bytes of a buffer that starts part-way in, so its lent memory is not its start
+                java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect((1 << 20) + 100);
+                byte[] first = random(1 << 20, 3);
+                direct.position(100).put(first).position(100);
+                assertTrue(client.set(key("d"), direct));
+                assertEquals(direct.limit(), direct.position(), transport + ": the position moves to the limit");
+                assertArrayEquals(first, client.get(key("d")), transport);
+                // the same memory lent again with new bytes (its registration cached), then a shorter part of it
+                byte[] second = random(1 << 20, 4);
+                direct.position(100).put(second).position(100);
+                assertTrue(client.set(key("d"), direct));
+                assertArrayEquals(second, client.get(key("d")), transport + ": the bytes of the second call");
+                direct.position(100).limit(100 + FROM);
+                assertTrue(client.set(key("d"), direct));
+                assertArrayEquals(java.util.Arrays.copyOf(second, FROM), client.get(key("d")), transport + ": part");
+                // NX on an existing key writes nothing and leaves the position where it was
+                direct.position(100);
+                assertFalse(client.set(key("d"), direct, SetOptions.nx()));
+                assertEquals(100, direct.position());
+                // below the threshold: sent; a heap buffer: copied out, then as a byte[] of its size
+                java.nio.ByteBuffer small = java.nio.ByteBuffer.allocateDirect(FROM - 1).put(random(FROM - 1, 5));
+                assertTrue(client.set(key("s"), small.flip()));
+                assertArrayEquals(random(FROM - 1, 5), client.get(key("s")));
+                assertTrue(client.set(key("h"), java.nio.ByteBuffer.wrap(random(FROM, 6))));
+                assertArrayEquals(random(FROM, 6), client.get(key("h")));
+                // lent: the four direct buffers from the threshold (NX's too), and the heap one's copy (as byte[])
+                assertEquals(transport.equals("ucx") ? 5 : 0, info(client, "value_set_large") - before,
+                    transport + ": SETs lent");
+            }
+        }
+    }
+
+    @Test
     void aServerThatRefusesGetsTheValueSent(@TempDir Path dir) {
         assertTrue(TestServers.transports().contains("ucx"), "ucx is required by -Drdmastore.test.ucx=true");
         try (RdmaStoreServer server = TestServers.start(dir, c -> c.rendezvousThreshold(0));
