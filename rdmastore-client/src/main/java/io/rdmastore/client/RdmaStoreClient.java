@@ -2,6 +2,7 @@ package io.rdmastore.client;
 
 import io.rdmastore.client.protocol.ProtocolDescriptor;
 import io.rdmastore.client.protocol.WireWriter;
+import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -477,22 +478,31 @@ public final class RdmaStoreClient implements AutoCloseable {
      * NX/XX condition was not met. Over ucx, to one server, a direct buffer from {@code rdmastore.client.setLargeFrom}
      * bytes on is lent as it is, with no copy on this side: the server reads it one-sided (docs/protocol.md, "Large
      * values"); its registration is cached while it is the last buffer lent, so lending the same one again costs
-     * nothing extra. Otherwise the bytes are copied out and sent as by {@link #set(byte[], byte[], SetOptions)}.
+     * nothing extra. Otherwise the bytes are sent, encoded straight from the buffer (a heap buffer from that size
+     * goes as a {@code byte[]} through the client's registered buffer, as {@link #set(byte[], byte[], SetOptions)}).
      *
      * <p>The buffer must not change until the call returns; after a call that got no answer (a time-out, a closed
      * connection) the server may still read it, so it must not change until this client is closed.
      */
     public boolean set(byte[] key, java.nio.ByteBuffer value, SetOptions options) {
         Objects.requireNonNull(value, "value must not be null");
+        byte[] k = key(key);
+        int flags = setFlags(options);
+        boolean large = core.plainReads && value.remaining() >= LargeValues.SET_LARGE_FROM;
         Boolean written = null;
-        if (core.plainReads && value.isDirect() && value.remaining() >= LargeValues.SET_LARGE_FROM) {
-            int flags = setFlags(options);
-            written = core.largeValues.set(key(key), value, flags, options.ttlMillis(), timeout);
-        }
-        if (written == null) {
+        if (large && value.isDirect()) {
+            written = core.largeValues.set(k, value, flags, options.ttlMillis(), timeout);
+        } else if (large) {
+            // a heap buffer cannot be lent: as a byte[], through the client's registered buffer
             byte[] v = new byte[value.remaining()];
             value.get(value.position(), v);
-            written = set(key, v, options);
+            written = set(k, v, options);
+        }
+        if (written == null) {
+            // sent: the bytes are encoded straight from the buffer, on this thread, before the call returns
+            MemorySegment v = MemorySegment.ofBuffer(value);
+            written = sync(() -> call(ProtocolDescriptor.SET, w -> w.u8(flags).i64(options.ttlMillis()).bytes(k)
+                .bytes(v), (st, r) -> st == ProtocolDescriptor.STATUS_OK));
         }
         if (written) {
             value.position(value.limit());
