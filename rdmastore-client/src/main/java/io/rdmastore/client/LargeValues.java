@@ -20,12 +20,14 @@ import java.util.concurrent.atomic.AtomicReference;
  * The client's side of GET_LARGE (docs/protocol.md, "Large values"): over ucx a GET asks with GET_LARGE; a value the
  * server lends instead of sending is read once, one-sided (on one host one {@code process_vm_readv} by the calling
  * thread), into the caller's direct buffer or into a registered bounce buffer for a {@code byte[]}; the lease is
- * named in the next GET_LARGE, which ends it on the server.
+ * named in the next GET_LARGE, which ends it on the server. And of SET_LARGE: a large SET lends the value, from a
+ * registered bounce buffer for a {@code byte[]} or from the caller's direct buffer as it is, and the server reads it.
  *
  * <p>Threads: thread-safe; every method runs on the calling thread (never the transport's: a read there would stall
- * the worker). Memory: the bounce buffer (one, cached, up to {@value #MAX_CACHED_BOUNCE} bytes) and the registration
- * of the last destination buffer are this object's, freed at {@link #close()} or when the connection changes; a
- * caller's buffer is registered while it is the last one used, and the registration keeps a reference to it.
+ * the worker). Memory: the bounce buffers (one each way, cached, up to {@value #MAX_CACHED_BOUNCE} bytes) and the
+ * registrations of the last destination and the last lent source buffer are this object's, freed at {@link #close()}
+ * or when the connection changes; a caller's buffer is registered while it is the last one used that way, and the
+ * registration keeps a reference to it.
  */
 final class LargeValues implements AutoCloseable {
     /** The largest bounce buffer kept between calls; larger values get a buffer for the one call. */
