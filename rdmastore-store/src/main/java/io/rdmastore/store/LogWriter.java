@@ -123,6 +123,10 @@ final class LogWriter implements AutoCloseable {
     private volatile String failure;
     private volatile boolean closed;
     private volatile boolean writerParked;
+    /** Appenders write their own records ({@link #callersWrite}): the write-behind thread is only a backstop. */
+    private volatile boolean callersWrite;
+    /** Rounds of the write-behind loop (each a wake-up of its thread); written by that thread only. */
+    private volatile long writerRounds;
     /** Half the queue's room is taken: the writer writes without letting a batch gather. */
     private volatile boolean urgent;
     private final Thread writeBehind;
@@ -169,6 +173,18 @@ final class LogWriter implements AutoCloseable {
         writeBehind = new Thread(this::writeBehindLoop, "rdmastore-log-writer");
         writeBehind.setDaemon(true);
         writeBehind.start();
+    }
+
+    /**
+     * Tells the log that every appender hands its own records to the OS ({@code write} before its reply, as fsync
+     * {@code everysec} and {@code always} do), so the write-behind thread need not follow the appends: it no longer
+     * polls every millisecond after a write, nor is it unparked by each append that finds it parked (a system call on
+     * the appender's path, and a thread woken on a core a spinning transport thread or a client uses: 1,600 wake-ups
+     * a second under a SET loop). It still writes what nobody wrote within 50 ms, and at once when half the queue's
+     * room is taken. docs/decisions.md, "The log's write-behind thread stays asleep while appenders write".
+     */
+    void callersWrite(boolean yes) {
+        callersWrite = yes;
     }
 
     /**
@@ -223,7 +239,7 @@ final class LogWriter implements AutoCloseable {
         if (urgentNow) {
             urgent = true;
             LockSupport.unpark(writeBehind);
-        } else if (writerParked) {
+        } else if (writerParked && !callersWrite) {
             LockSupport.unpark(writeBehind);
         }
     }
@@ -513,7 +529,9 @@ final class LogWriter implements AutoCloseable {
     private void writeBehindLoop() {
         int emptyRounds = 0;
         while (!closed) {
-            if (appendedTotal == writtenTotal && failure == null && emptyRounds < POLL_ROUNDS_BEFORE_IDLE) {
+            writerRounds++;
+            if (appendedTotal == writtenTotal && failure == null && emptyRounds < POLL_ROUNDS_BEFORE_IDLE
+                && !callersWrite) {
                 // While writes keep coming, poll on the timer: waking a parked thread would cost each batch's first
                 // appender a system call on the hot path.
                 emptyRounds++;
@@ -528,7 +546,7 @@ final class LogWriter implements AutoCloseable {
                 writerParked = false;
                 continue;
             }
-            if (!urgent && (emptyRounds == 0 || emptyRounds >= POLL_ROUNDS_BEFORE_IDLE)) {
+            if (!urgent && !callersWrite && (emptyRounds == 0 || emptyRounds >= POLL_ROUNDS_BEFORE_IDLE)) {
                 // Let the batch gather: one write per interval instead of one per frame.
                 LockSupport.parkNanos(this, TimeUnit.MICROSECONDS.toNanos(WRITE_BEHIND_MICROS));
             }
@@ -602,6 +620,16 @@ final class LogWriter implements AutoCloseable {
     /** Writes and fsyncs whatever was appended so far. */
     void force() {
         syncTo(appendedTotal);
+    }
+
+    /** How many times the write-behind thread went round its loop (woke up) so far; for tests. */
+    long writerRounds() {
+        return writerRounds;
+    }
+
+    /** Everything appended so far has been handed to the OS; for tests. */
+    boolean allWritten() {
+        return writtenTotal == appendedTotal;
     }
 
     boolean dirty() {

@@ -299,6 +299,8 @@ public final class Store implements AutoCloseable {
             validEnd = o.validEnd();
         }
         log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd, oplog);
+        // everysec and always write each record before the reply (durable); with no, the write-behind thread does
+        log.callersWrite(config.fsync() != FsyncPolicy.NO);
         // each segment's blocks reserved ahead of its appends, as much as a segment takes before a snapshot rotates
         // it (64 MiB when snapshots are off; at most 1 GiB)
         long segmentBytes = config.snapshotLogBytes() > 0 ? config.snapshotLogBytes() : 64L << 20;

@@ -117,6 +117,58 @@ class LogWriterQueueTest {
     }
 
     /**
+     * With fsync everysec or always every appender writes its own records, so the write-behind thread must not follow
+     * the appends: it neither polls every millisecond after a write nor is unparked by each append (each of its
+     * wake-ups takes a core from a spinning transport thread or a client). Without {@code callersWrite} it does poll,
+     * which shows the count would catch it.
+     */
+    @Test
+    @Timeout(30)
+    void whileCallersWriteTheWriteBehindThreadStaysAsleep() throws Exception {
+        try (LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0))) {
+            w.callersWrite(true);
+            long asleep = roundsDuringWrites(w, 400);
+            assertTrue(asleep <= 20, "the write-behind thread woke " + asleep + " times in 400 ms of writes; its "
+                + "backstop round is 50 ms");
+            w.callersWrite(false);
+            long polling = roundsDuringWrites(w, 400);
+            assertTrue(polling > 40, "without callersWrite the write-behind thread polls after each write: "
+                + polling + " rounds in 400 ms");
+        }
+    }
+
+    /** Appends and writes one small frame after another for {@code millis}; the write-behind rounds meanwhile. */
+    private static long roundsDuringWrites(LogWriter w, long millis) throws InterruptedException {
+        Thread.sleep(120); // past the polling that earlier writes may have started
+        long before = w.writerRounds();
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        int i = 0;
+        while (System.nanoTime() < end) {
+            w.writeTo(append(w, frameOf(16, (byte) (i++ % 100))));
+            Thread.sleep(0, 200_000);
+        }
+        return w.writerRounds() - before;
+    }
+
+    /** A record that no appender writes (callersWrite on) still reaches the file: the write-behind thread's backstop. */
+    @Test
+    @Timeout(30)
+    void aRecordNobodyWritesStillReachesTheFile() throws Exception {
+        try (LogWriter w = new LogWriter(dir, 1, 0, new Oplog(0))) {
+            w.callersWrite(true);
+            append(w, frameOf(16, (byte) 7));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (!w.allWritten() && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertTrue(w.allWritten(), "the write-behind thread wrote the record within 5 s");
+            List<long[]> got = framesInFile();
+            assertEquals(1, got.size());
+            assertEquals(7, got.get(0)[0]);
+        }
+    }
+
+    /**
      * The pool exhausted again and again: each time the writer hands its buffers back, the waiting append must take
      * one without losing another (a lost buffer still counts against the pool, so a few rounds would leave none and
      * every append waiting for ever), and the first buffer the log opened with is pooled like the rest.
