@@ -150,7 +150,7 @@ class LogWriterQueueTest {
         return w.writerRounds() - before;
     }
 
-    /** A record that no appender writes (callersWrite on) still reaches the file: the write-behind thread's backstop. */
+    /** A record no appender writes (callersWrite on) still reaches the file: the write-behind thread's backstop. */
     @Test
     @Timeout(30)
     void aRecordNobodyWritesStillReachesTheFile() throws Exception {
