@@ -594,6 +594,8 @@ class TcpTransportTest {
             pool.shutdownNow();
             serverWork.shutdown();
         }
+        // The last reply reaches its caller before the server's thread counts the push that follows it.
+        assertTrue(serverWork.awaitTermination(10, TimeUnit.SECONDS), "the server's replies did not finish");
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (pushes.get() < pushesSent.get() && System.nanoTime() < deadline) {
             Thread.sleep(5);
