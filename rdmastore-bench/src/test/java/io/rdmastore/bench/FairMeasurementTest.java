@@ -242,4 +242,24 @@ class FairMeasurementTest {
         assertEquals(2, BenchMain.run(new String[] {"E3", "--cpu-mode", "sleepy"}));
         assertEquals(2, BenchMain.run(new String[] {"E3", "--repeats"}));
     }
+
+    @Test
+    void e5WarmsEachSystemUpTwiceAtLeastAndForItsTime() throws Exception {
+        // E5's first timed puts were once a client's first puts: cold code on both ends at half the warm rate
+        long far = System.nanoTime() + 60_000_000_000L;
+        int[] calls = new int[1];
+        E5Blobs.warmUp(0, far, () -> calls[0]++);
+        assertEquals(2, calls[0], "no time asked: still two calls");
+        calls[0] = 0;
+        long start = System.nanoTime();
+        E5Blobs.warmUp(50_000_000L, far, () -> {
+            calls[0]++;
+            Thread.sleep(5);
+        });
+        long took = System.nanoTime() - start;
+        assertTrue(took >= 50_000_000L, "warmed up for " + took + " ns, asked 50 ms");
+        assertTrue(calls[0] >= 9, calls[0] + " calls of 5 ms in 50 ms");
+        assertThrows(IllegalStateException.class, () -> E5Blobs.warmUp(1_000_000_000L, System.nanoTime() - 1,
+            () -> { }), "past E5's deadline the warm-up stops");
+    }
 }
