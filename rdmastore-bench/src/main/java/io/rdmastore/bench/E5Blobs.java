@@ -23,7 +23,8 @@ import java.util.Map;
 /**
  * E5 (paper 000): Get and Put of 91 MB, 219 MB and 528 MB blobs (the paper's model sizes, generated data) over ucx
  * (one-sided reads of a leased, memory-mapped blob) and tcp (the same reads, streamed by the tcp provider), Redis
- * SET/GET of the same values (proto-max-bulk-len raised), and memcpy of the same size in this process as the limit.
+ * SET/GET of the same values (proto-max-bulk-len raised; appendfsync always, so a SET is as durable at its reply as a
+ * blob put), and memcpy of the same size in this process as the limit.
  * Get is end to end: lease, chunked pull into the client's registered buffer (reused across gets, as with
  * {@link BlobClient#allocate}), CRC32C check on a second thread, lease end. Put includes the
  * client's CRC, the server's pull, its CRC check and the fsync and rename that make the blob durable.
@@ -111,8 +112,10 @@ public final class E5Blobs implements Experiment {
                 }
             }
             if (RedisServer.ensureInstalled()) {
+                // each SET durable before its reply, as a blob put is (its file fsynced and renamed into place)
                 try (RedisServer redis = RedisServer.start("--proto-max-bulk-len", "1gb", "--client-query-buffer-limit",
-                        "1gb"); SocketChannel ch = SocketChannel.open(new InetSocketAddress("127.0.0.1", redis.port()))) {
+                        "1gb", "--appendonly", "yes", "--appendfsync", "always");
+                     SocketChannel ch = SocketChannel.open(new InetSocketAddress("127.0.0.1", redis.port()))) {
                     ch.socket().setTcpNoDelay(true);
                     warmUp(warm, deadline, () -> {
                         redisSet(ch, sizes[0], a);
@@ -288,7 +291,8 @@ public final class E5Blobs implements Experiment {
                 + " %.1fx tcp Get (%.0f MB/s). Targets: ucx Get >= 8000 MB/s, >= 35 %% of memcpy, >= 10x tcp."
                 + " Median of the samples, each system after %.1f s of untimed puts and gets of the smallest size;"
                 + " server with --ucx-idle backoff, Get excludes the first (page-cache warming) read; Put includes the"
-                + " durable commit (fsync, rename).",
+                + " durable commit (fsync, rename), and Redis runs appendonly yes + appendfsync always to match it"
+                + " (each SET in its log and fsynced before the reply).",
             Sizes.human(big), ucxGet, 100 * ucxGet / memcpy, memcpy, ucxGet / tcpGet, tcpGet, warmSeconds);
         System.out.println();
         System.out.println("E5: blob Get and Put, one client");
