@@ -94,7 +94,7 @@ public final class E2Latency implements Experiment {
         return system + "/" + persistence + "/" + cpuMode + "/" + op + "/" + size;
     }
 
-    /** One timed call; throws on a wrong answer. */
+    /** One call of a benchmark (E2's timed ones, E5's warm-up); throws on a wrong answer. */
     @FunctionalInterface
     interface Call {
         void run() throws Exception;

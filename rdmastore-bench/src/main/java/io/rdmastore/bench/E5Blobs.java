@@ -73,12 +73,12 @@ public final class E5Blobs implements Experiment {
                         }
                         BlobClient blobs = client.blobs();
                         try (BlobBuffer src = blobs.wrap(a); BlobBuffer dst = blobs.wrap(b)) {
+                            byte[] warmKey = "e5-warm-up".getBytes(StandardCharsets.UTF_8);
                             warmUp(warm, deadline, () -> {
-                                byte[] key = "e5-warm-up".getBytes(StandardCharsets.UTF_8);
-                                blobs.put(key, src, sizes[0]);
-                                blobs.get(key, dst, null);
+                                blobs.put(warmKey, src, sizes[0]);
+                                blobs.get(warmKey, dst, null);
                             });
-                            blobs.delete("e5-warm-up".getBytes(StandardCharsets.UTF_8));
+                            blobs.delete(warmKey);
                             for (long size : sizes) {
                                 byte[] key = ("e5-" + size).getBytes(StandardCharsets.UTF_8);
                                 for (int r = 0; r < repeats; r++) {
@@ -161,17 +161,12 @@ public final class E5Blobs implements Experiment {
      * took 190-300 ms each before they settled at 80-90, and the three timed ones were those (ucx, the first system,
      * came out at half tcp's rate at 91 MB in every run).
      */
-    static void warmUp(long nanos, long deadline, WarmUpCall call) throws Exception {
+    static void warmUp(long nanos, long deadline, E2Latency.Call call) throws Exception {
         long end = System.nanoTime() + nanos;
         for (int i = 0; i < 2 || System.nanoTime() - end < 0; i++) {
             check(deadline);
             call.run();
         }
-    }
-
-    /** One untimed call of {@link #warmUp}. */
-    interface WarmUpCall {
-        void run() throws Exception;
     }
 
     private static void check(long deadline) {
