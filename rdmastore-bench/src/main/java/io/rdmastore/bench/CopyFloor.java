@@ -1,6 +1,7 @@
 package io.rdmastore.bench;
 
 import io.rdmastore.store.blob.Preallocation;
+import io.rdmastore.transport.HugePages;
 import io.rdmastore.transport.MemoryCopy;
 import io.rdmastore.transport.ucx.CrossMemoryAttach;
 import org.HdrHistogram.Histogram;
@@ -21,12 +22,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * E2's {@code floor} rows for values from {@value #FROM} bytes: what moving a value between two processes on this host
  * costs with no protocol, no store and no checks, timed per operation like E2's calls.
  * <ul>
- *   <li>get: one {@code process_vm_readv(2)} of the value from the peer process (a kernel copy, the cheapest
- *   cross-process copy measured here; a window of shared memory copied on both sides measured no lower,
- *   docs/decisions.md "Lent copies through shared memory") into a reused buffer, then a copy into a new array of the
- *   value's length, as every E2 GET returns one (ours and Redis's client alike): the JVM zeroes a new array before
- *   anything can be written into it, and no Java code can have the kernel copy into a heap array, so the zeroing and
- *   the second copy are part of any {@code byte[]} GET here. The bench's JVM touches its heap before anything is
+ *   <li>get: one {@code process_vm_readv(2)} of the value from the peer process, whose memory is in huge pages as
+ *   the store's large values are (a kernel copy, the cheapest cross-process copy measured here; a window of shared
+ *   memory copied on both sides measured no lower, docs/decisions.md "Lent copies through shared memory") into a
+ *   reused buffer, then a copy into a new array of the value's length, as every E2 GET returns one (ours and Redis's
+ *   client alike): the JVM zeroes a new array before anything can be written into it, and the kernel can copy into a
+ *   heap array only through a call that takes its address as an argument (a critical downcall): {@code pread} of
+ *   {@code /proc/<pid>/mem}, which copies through a page of its own and measured slower (1 MiB 220-280 us against
+ *   100-110 for the read and the copy; docs/decisions.md, "Lent memory in huge pages"), so the zeroing and the
+ *   second copy are part of any {@code byte[]} GET here. The bench's JVM touches its heap before anything is
  *   timed ({@code bin/rdmastore bench}); in a JVM that has not, a new array's pages fault on first use (3.6 ms for
  *   1 MiB against 158 us), which is the heap's cost, not the move's;</li>
  *   <li>put: what any {@code byte[]} PUT into a log pays between two cores, and no more: the value copied out of
@@ -72,7 +76,8 @@ final class CopyFloor {
     /** The peer: {@code CopyFloor <bytes>} holds that many bytes of {@link #pattern} until its stdin closes. */
     public static void main(String[] args) throws IOException {
         long size = Long.parseLong(args[0]);
-        MemorySegment held = Arena.global().allocate(size, 4096);
+        // in huge pages, as the store keeps the values it lends (its cheapest to read: docs/decisions.md)
+        MemorySegment held = HugePages.allocate(Arena.global(), size);
         for (long at = 0; at < size; at++) {
             held.set(ValueLayout.JAVA_BYTE, at, pattern(at));
         }

@@ -473,6 +473,7 @@ public final class RdmaStoreServer implements AutoCloseable {
             store.put("keys", String.valueOf(st.keys()));
             store.put("expires", String.valueOf(st.expires()));
             store.put("used_offheap_bytes", String.valueOf(st.usedOffHeapBytes()));
+            store.put("large_value_mapped_bytes", String.valueOf(st.largeValueMappedBytes()));
             store.put("log_bytes", String.valueOf(st.logBytes()));
             store.put("fsync", st.fsync().name().toLowerCase(Locale.ROOT));
             store.put("changes_since_last_snapshot", String.valueOf(st.changesSinceLastSave()));

@@ -10,7 +10,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Off-heap memory for values, taken from and given back to the C heap ({@code malloc}/{@code free}) so that a value
- * can be freed the moment it is overwritten. Per-value shared arenas would do the same safely but close with a
+ * can be freed the moment it is overwritten; values from {@link HugeBlocks#FROM} bytes, the ones clients read
+ * one-sided, from {@link HugeBlocks} (huge pages). Per-value shared arenas would do the same safely but close with a
  * thread handshake each time, which is too slow for a write path. Safety comes from the caller: a segment is freed
  * only under its shard's write lock, and readers use it only under the read lock. Any thread.
  *
@@ -25,6 +26,8 @@ final class NativeMemory {
     /** Empty values: a native segment (as every other value is), so readers may re-scope it like any other. */
     private static final MemorySegment EMPTY = MemorySegment.NULL;
     private final AtomicLong usedBytes = new AtomicLong();
+    /** Where values from {@link HugeBlocks#FROM} bytes come from; null: from malloc as the others. */
+    private final HugeBlocks huge = HugeBlocks.enabled() ? new HugeBlocks() : null;
     /**
      * Pinned segments by address; empty unless a value is lent or a large value waits for the log (checked first, so
      * the write path stays cheap).
@@ -51,6 +54,11 @@ final class NativeMemory {
     MemorySegment allocate(long size) {
         if (size == 0) {
             return EMPTY;
+        }
+        if (huge != null && size >= HugeBlocks.FROM) {
+            long at = huge.allocate(size);
+            usedBytes.addAndGet(size);
+            return MemorySegment.ofAddress(at).reinterpret(size);
         }
         MemorySegment p;
         try {
@@ -147,11 +155,20 @@ final class NativeMemory {
 
     private void release(MemorySegment segment) {
         usedBytes.addAndGet(-segment.byteSize());
+        if (huge != null && segment.byteSize() >= HugeBlocks.FROM) {
+            huge.free(segment.address(), segment.byteSize());
+            return;
+        }
         try {
             FREE.invokeExact(segment);
         } catch (Throwable t) {
             throw new StoreException("off-heap free failed", t);
         }
+    }
+
+    /** Bytes mapped for large values ({@link HugeBlocks}), used or kept for reuse. */
+    long mappedBytes() {
+        return huge == null ? 0 : huge.mappedBytes();
     }
 
     /** Bytes currently allocated. */

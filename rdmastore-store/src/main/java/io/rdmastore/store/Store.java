@@ -2950,7 +2950,8 @@ public final class Store implements AutoCloseable {
         }
         return new StoreStats(keyspace.keys.get(), keyspace.expires.get(), keyspace.memory.usedBytes(), logBytes(),
                 lastSnapshotMillis, config.fsync(), changesSinceSave.get(), documents.collections.size(),
-                documents.documents.get(), inProgress, log.appendWaits());
+                documents.documents.get(), inProgress, log.appendWaits(),
+                keyspace.memory.mappedBytes());
     }
 
     // =====================================================================================================

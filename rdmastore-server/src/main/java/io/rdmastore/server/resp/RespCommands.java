@@ -762,6 +762,7 @@ final class RespCommands {
         memory.put("used_memory_human", human(used));
         memory.put("used_memory_heap", Long.toString(heap));
         memory.put("used_memory_offheap", Long.toString(st.usedOffHeapBytes()));
+        memory.put("large_value_mapped_bytes", Long.toString(st.largeValueMappedBytes()));
         memory.put("maxmemory", Long.toString(rt.maxMemory()));
         memory.put("maxmemory_policy", "noeviction");
         sections.put("memory", memory);
