@@ -26,8 +26,12 @@ final class NativeMemory {
     /** Empty values: a native segment (as every other value is), so readers may re-scope it like any other. */
     private static final MemorySegment EMPTY = MemorySegment.NULL;
     private final AtomicLong usedBytes = new AtomicLong();
-    /** Where values from {@link HugeBlocks#FROM} bytes come from; null: from malloc as the others. */
-    private final HugeBlocks huge = HugeBlocks.enabled() ? new HugeBlocks() : null;
+    /**
+     * Where values from {@link HugeBlocks#FROM} bytes come from, one for the process as the C heap is (a closed store's
+     * blocks serve the next one's values); null: from malloc as the others.
+     */
+    private static final HugeBlocks HUGE = HugeBlocks.enabled() ? new HugeBlocks() : null;
+    private final HugeBlocks huge = HUGE;
     /**
      * Pinned segments by address; empty unless a value is lent or a large value waits for the log (checked first, so
      * the write path stays cheap).
@@ -166,7 +170,7 @@ final class NativeMemory {
         }
     }
 
-    /** Bytes mapped for large values ({@link HugeBlocks}), used or kept for reuse. */
+    /** Bytes mapped for large values ({@link HugeBlocks}) in this process, used or kept for reuse. */
     long mappedBytes() {
         return huge == null ? 0 : huge.mappedBytes();
     }

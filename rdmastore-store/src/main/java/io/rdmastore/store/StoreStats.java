@@ -15,7 +15,8 @@ package io.rdmastore.store;
  * @param documents               documents over all collections
  * @param snapshotInProgress      whether a snapshot is being written now
  * @param logAppendWaits          appends that waited for the log writer (every append buffer queued), since open
- * @param largeValueMappedBytes   bytes mapped for values from 256 KiB (huge pages), used or kept for reuse
+ * @param largeValueMappedBytes   bytes mapped for values from 256 KiB (huge pages) in this process, used or kept
+ *                                for reuse
  */
 public record StoreStats(long keys, long expires, long usedOffHeapBytes, long logBytes, long lastSnapshotEpochMillis,
                          FsyncPolicy fsync, long changesSinceLastSave, long collections, long documents,
