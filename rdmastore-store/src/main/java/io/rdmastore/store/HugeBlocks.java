@@ -12,8 +12,8 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Blocks for large values (from {@value #FROM} bytes) in memory advised to be backed by transparent huge pages.
  * Such values are lent: a client on this host reads one with {@code process_vm_readv(2)}, and the kernel pins the
- * server's pages for that copy one page at a time. Measured between two JVMs here, 1 MiB read from memory in 4 KiB
- * pages took 91-98 us, from huge pages 21-32 us (docs/decisions.md, "Lent memory in huge pages"). A huge page only
+ * server's pages for that copy one page at a time. Measured between two JVMs here, 1 MiB copied into memory in 4 KiB
+ * pages took 91-98 us, into huge pages 21-32 us (docs/decisions.md, "Lent memory in huge pages"). A huge page only
  * backs a 2 MiB-aligned range its mapping covers whole, which a {@code malloc}'d block of 1 MiB never is.
  *
  * <p>Layout: sizes up to {@value #LARGEST_CLASS} bytes round up to a size class, four per doubling (at most a fifth

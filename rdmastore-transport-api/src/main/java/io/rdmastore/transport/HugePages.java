@@ -10,8 +10,8 @@ import java.lang.invoke.MethodHandle;
 /**
  * Memory another process reads with {@code process_vm_readv(2)} (or writes with {@code process_vm_writev}), backed by
  * transparent huge pages where the kernel gives them. The kernel pins the other process's pages one 4 KiB page at a
- * time; over a 2 MiB huge page it pins one. Measured here between two JVMs, 1 MiB read from the peer: 91-98 us when
- * the peer's memory is in 4 KiB pages, 21-32 us when it is in huge pages; the reader's own pages hardly matter
+ * time; over a 2 MiB huge page it pins one. Measured here between two JVMs, 1 MiB copied into the peer: 91-98 us when
+ * the peer's memory is in 4 KiB pages, 21-32 us when it is in huge pages; the caller's own pages hardly matter
  * (docs/decisions.md, "Lent memory in huge pages").
  *
  * <p>A huge page backs only a 2 MiB-aligned range that its mapping covers whole, so from {@value #FROM} bytes a
