@@ -31,7 +31,6 @@ final class NativeMemory {
      * blocks serve the next one's values); null: from malloc as the others.
      */
     private static final HugeBlocks HUGE = HugeBlocks.enabled() ? new HugeBlocks() : null;
-    private final HugeBlocks huge = HUGE;
     /**
      * Pinned segments by address; empty unless a value is lent or a large value waits for the log (checked first, so
      * the write path stays cheap).
@@ -59,8 +58,8 @@ final class NativeMemory {
         if (size == 0) {
             return EMPTY;
         }
-        if (huge != null && size >= HugeBlocks.FROM) {
-            long at = huge.allocate(size);
+        if (HUGE != null && size >= HugeBlocks.FROM) {
+            long at = HUGE.allocate(size);
             usedBytes.addAndGet(size);
             return MemorySegment.ofAddress(at).reinterpret(size);
         }
@@ -159,8 +158,8 @@ final class NativeMemory {
 
     private void release(MemorySegment segment) {
         usedBytes.addAndGet(-segment.byteSize());
-        if (huge != null && segment.byteSize() >= HugeBlocks.FROM) {
-            huge.free(segment.address(), segment.byteSize());
+        if (HUGE != null && segment.byteSize() >= HugeBlocks.FROM) {
+            HUGE.free(segment.address(), segment.byteSize());
             return;
         }
         try {
@@ -172,7 +171,7 @@ final class NativeMemory {
 
     /** Bytes mapped for large values ({@link HugeBlocks}) in this process, used or kept for reuse. */
     long mappedBytes() {
-        return huge == null ? 0 : huge.mappedBytes();
+        return HUGE == null ? 0 : HUGE.mappedBytes();
     }
 
     /** Bytes currently allocated. */
