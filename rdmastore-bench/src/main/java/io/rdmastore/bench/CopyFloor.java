@@ -45,12 +45,12 @@ import java.util.concurrent.atomic.AtomicLong;
  *   a page, which the page cache charges for (docs/decisions.md, "The log's appends pay for their alignment in the
  *   page cache": a 64 KiB append 18 us against 10 at an aligned offset). This is what a log pays before it
  *   acknowledges a write under {@code everysec}; a thread of its own forces the file to disk once a second as
- *   everysec does; the file starts afresh every {@value #FILE_BYTES} bytes, its blocks reserved ahead as a log
- *   segment's are, so every write appends to new pages as a log's does. A file started afresh drops the pages not
- *   yet written back: forcing them before deleting it (as a store did with its old segment) left the p50 the same,
- *   and the writeback then ran on into the next system's measurement. The value's lines cross from the copying
- *   core to the appending one once per PUT, as they must between a client and a server on two cores
- *   (docs/decisions.md, "A byte[] PUT's floor includes its copy out of the array").</li>
+ *   everysec does; its blocks are reserved ahead as a log segment's are, and once it holds {@value #FILE_BYTES}
+ *   bytes it is written over from its start, as our log writes a new segment over the file of one a snapshot
+ *   covered (docs/decisions.md, "Log segments reuse their files"), so the appends land in pages the file has: a
+ *   1 MiB {@code write(2)} into them took 90-120 us against 150-156 into reserved new pages. The value's lines cross
+ *   from the copying core to the appending one once per PUT, as they must between a client and a server on two
+ *   cores (docs/decisions.md, "A byte[] PUT's floor includes its copy out of the array").</li>
  * </ul>
  * A target below this floor cannot be met by any design that moves a {@code byte[]} value from one process into the
  * other (and, for a PUT, into a log). {@link #main} is the GET's peer: it holds the bytes and prints
@@ -194,13 +194,14 @@ final class CopyFloor {
     }
 
     /**
-     * A file written by appends only, on a thread of its own, from memory the caller fills; started afresh once it
-     * holds {@value #FILE_BYTES} bytes, and forced to disk once a second by another thread, as a log under everysec is.
+     * A file written by appends only, on a thread of its own, from memory the caller fills; written over from its
+     * start once it holds {@value #FILE_BYTES} bytes, and forced to disk once a second by another thread, as a log
+     * under everysec is.
      */
     private static final class Appender implements AutoCloseable {
         private final Path file;
         private final MemorySegment shared;
-        private volatile FileChannel channel;
+        private final FileChannel channel;
         private final Thread syncer;
         private final Thread appender;
         /** Puts handed over, and puts appended: the appender runs while they differ. */
@@ -212,7 +213,10 @@ final class CopyFloor {
         Appender(Path dir, MemorySegment shared) throws IOException {
             this.file = dir.resolve("floor.log");
             this.shared = shared;
-            open();
+            // its blocks reserved ahead of the appends as a store's log segment's are
+            Files.deleteIfExists(file);
+            channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+            Preallocation.reserveKeepingSize(file, FILE_BYTES + (1L << 20));
             syncer = Thread.ofPlatform().daemon().name("floor-everysec").start(() -> {
                 while (!Thread.currentThread().isInterrupted()) {
                     try {
@@ -221,18 +225,12 @@ final class CopyFloor {
                     } catch (InterruptedException e) {
                         return;
                     } catch (IOException e) {
-                        // the file was started afresh meanwhile: the next second forces the new one
+                        // closed meanwhile: the floor is done
+                        return;
                     }
                 }
             });
             appender = Thread.ofPlatform().daemon().name("floor-appender").start(this::appendLoop);
-        }
-
-        /** Starts the file afresh, its blocks reserved ahead of the appends as a store's log segment's are. */
-        private void open() throws IOException {
-            Files.deleteIfExists(file);
-            channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-            Preallocation.reserveKeepingSize(file, FILE_BYTES + (1L << 20));
         }
 
         /**
@@ -263,8 +261,7 @@ final class CopyFloor {
                         continue;
                     }
                     if (channel.position() >= FILE_BYTES) {
-                        channel.close();
-                        open();
+                        channel.position(0);
                     }
                     for (ByteBuffer b : record) {
                         b.clear();

@@ -62,10 +62,24 @@ public final class LogChecker {
                 files = s.filter(p -> LogDescriptor.segmentId(p) >= 0 || LogDescriptor.snapshotId(p) >= 0)
                         .sorted(Comparator.comparing(p -> p.getFileName().toString())).toList();
             }
+            long previousId = -1;
+            long previousIndex = 0;
             for (Path p : files) {
                 boolean snapshot = LogDescriptor.snapshotId(p) >= 0;
-                FrameScanner.Outcome o = FrameScanner.scan(p,
-                        snapshot ? LogDescriptor.SNAPSHOT_MAGIC : LogDescriptor.SEGMENT_MAGIC, null);
+                FrameScanner.Outcome o;
+                if (snapshot) {
+                    o = FrameScanner.scan(p, LogDescriptor.SNAPSHOT_MAGIC, null);
+                } else {
+                    // a segment follows the one before it, or else the snapshot of its id: what tells a reused
+                    // file's former frames from its own
+                    long id = LogDescriptor.segmentId(p);
+                    Path base = p.resolveSibling(LogDescriptor.snapshotName(id));
+                    long after = id == previousId + 1 ? previousIndex
+                            : Files.exists(base) ? Store.snapshotPosition(base)[1] : 0;
+                    o = FrameScanner.scanSegment(p, after, null);
+                    previousId = id;
+                    previousIndex = o.lastIndex();
+                }
                 String problem = o.problem();
                 long bad = o.badOffset();
                 if (snapshot && o.clean() && o.lastOp() != LogDescriptor.OP_SNAPSHOT_END) {

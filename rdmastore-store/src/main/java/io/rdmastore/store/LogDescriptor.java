@@ -19,7 +19,14 @@ import java.util.zip.CRC32C;
  */
 final class LogDescriptor {
     static final ByteOrder ORDER = ByteOrder.LITTLE_ENDIAN;
-    static final byte[] SEGMENT_MAGIC = "RDSLOG01".getBytes(StandardCharsets.US_ASCII);
+    /**
+     * A log segment: its frames' oplog positions rise, and they end at the first frame that is damaged or whose
+     * position does not rise; the bytes after it may be those of a former segment whose file this one reuses
+     * ({@link FrameScanner}; docs/store.md, "Reused segment files").
+     */
+    static final byte[] SEGMENT_MAGIC = "RDSLOG02".getBytes(StandardCharsets.US_ASCII);
+    /** A log segment of the first format, read to its size; never reused. Still read, no longer written. */
+    static final byte[] SEGMENT_MAGIC_V1 = "RDSLOG01".getBytes(StandardCharsets.US_ASCII);
     static final byte[] SNAPSHOT_MAGIC = "RDSSNP01".getBytes(StandardCharsets.US_ASCII);
     static final int MAGIC_LENGTH = 8;
     static final int HEADER_LENGTH = 8;

@@ -268,6 +268,8 @@ public final class Store implements AutoCloseable {
         long tornCut = 0;
         long lastId = base;
         long validEnd = 0;
+        // each segment's records follow the snapshot's position, then the segment before it
+        long afterIndex = replayIndex;
         for (int i = 0; i < replay.size(); i++) {
             Path seg = replay.get(i);
             long id = LogDescriptor.segmentId(seg);
@@ -277,7 +279,7 @@ public final class Store implements AutoCloseable {
             }
             expected++;
             long[] n = {0};
-            FrameScanner.Outcome o = FrameScanner.scan(seg, LogDescriptor.SEGMENT_MAGIC, (payload, off) -> {
+            FrameScanner.Outcome o = FrameScanner.scanSegment(seg, afterIndex, (payload, off) -> {
                 long before = replayIndex;
                 applyFrame(payload);
                 n[0]++;
@@ -294,9 +296,16 @@ public final class Store implements AutoCloseable {
                 tornCut = o.fileBytes() - o.validEnd();
                 LOG.warn("log {} ends with a torn record at offset {} ({}): cutting {} bytes", seg.getFileName(),
                         o.badOffset(), o.problem(), tornCut);
+            } else if (last && o.validEnd() < o.fileBytes()) {
+                // a segment whose frames end before its file does: a torn last record, or a reused file's former
+                // bytes (a store that closes cuts those), which nothing tells apart
+                tornCut = o.fileBytes() - o.validEnd();
+                LOG.warn("log {} ends at offset {}: cutting the {} bytes after it (a torn record, or what its file "
+                        + "held before it was reused)", seg.getFileName(), o.validEnd(), tornCut);
             }
             lastId = id;
             validEnd = o.validEnd();
+            afterIndex = o.lastIndex();
         }
         log = new LogWriter(dir, lastId, replay.isEmpty() ? 0 : validEnd, oplog);
         // everysec and always write each record before the reply (durable); with no, the write-behind thread does
@@ -2770,10 +2779,16 @@ public final class Store implements AutoCloseable {
      * Snapshot {@code base} is durable under its final name: makes the rename durable, deletes the segments and
      * snapshots it replaces, and makes the deletions durable.
      */
-    private void retireOlderThan(long base) throws IOException {
+    /**
+     * Deletes the segments and snapshots older than snapshot {@code base}; when {@code recycle}, the newest of those
+     * segments is kept as the log's spare instead where it can be ({@link LogWriter#recycle}).
+     */
+    private void retireOlderThan(long base, boolean recycle) throws IOException {
         LogWriter.syncDirectory(dir);
-        for (Path p : listSorted(dir, false)) {
-            if (LogDescriptor.segmentId(p) < base) {
+        List<Path> covered = listSorted(dir, false).stream().filter(p -> LogDescriptor.segmentId(p) < base).toList();
+        for (int i = covered.size() - 1; i >= 0; i--) {
+            Path p = covered.get(i);
+            if (!(recycle && i == covered.size() - 1 && log.recycle(p))) {
                 Files.deleteIfExists(p);
             }
         }
@@ -2890,7 +2905,8 @@ public final class Store implements AutoCloseable {
         Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
         LogWriter.syncDirectory(dir);
         log.finishRotationCovered();
-        retireOlderThan(base);
+        retireOlderThan(base, true);
+        log.prepareSpare();
         lastSnapshotMillis = System.currentTimeMillis();
         LOG.info("snapshot {} written: {} records, {} bytes, {} ms", target.getFileName(), records,
                 Files.size(target), (System.nanoTime() - started) / 1_000_000);
@@ -2929,11 +2945,18 @@ public final class Store implements AutoCloseable {
         return lastSnapshotMillis;
     }
 
+    /**
+     * Bytes of the log: the current segment's records (its file may be a reused one, longer than them) and the older
+     * segments' files.
+     */
     private long logBytes() {
         try {
-            long n = 0;
+            long current = log.segmentId();
+            long n = log.currentSegmentBytes();
             for (Path p : listSorted(dir, false)) {
-                n += Files.size(p);
+                if (LogDescriptor.segmentId(p) != current) {
+                    n += Files.size(p);
+                }
             }
             return n;
         } catch (IOException e) {
@@ -3246,10 +3269,12 @@ public final class Store implements AutoCloseable {
                     documents.applyDrop(name);
                 }
                 FrameScanner.scan(file, LogDescriptor.SNAPSHOT_MAGIC, (payload, off) -> applyFrame(payload));
+                // positions may go back: no segment may reuse a file that holds frames above them
+                log.dropSpare();
                 long base = log.rotate();
                 Files.move(file, dir.resolve(LogDescriptor.snapshotName(base)), StandardCopyOption.ATOMIC_MOVE,
                     StandardCopyOption.REPLACE_EXISTING);
-                retireOlderThan(base);
+                retireOlderThan(base, false);
                 log.resetPosition(pos[0], pos[1]);
                 bytesSinceSnapshot.set(0);
                 lastSnapshotMillis = System.currentTimeMillis();
