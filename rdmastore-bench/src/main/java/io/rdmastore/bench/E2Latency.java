@@ -366,7 +366,9 @@ public final class E2Latency implements Experiment {
     private static Call call(RdmaStoreClient client, String system, String op, byte[] key, byte[] value)
         throws Exception {
         int size = value.length;
-        ByteBuffer buf = buffer(op, value);
+        // the client's best buffer to put from: one it lends as it is (in huge pages), where any other is copied
+        ByteBuffer buf = op.equals("put-buf")
+            ? RdmaStoreClient.allocateLendable(value.length).put(value).flip() : buffer(op, value);
         return switch (op) {
             case "get" -> () -> checkLength(system, client.get(key), size);
             case "get-buf" -> checked(system, () -> checkLength(system, client.get(key, buf.clear()), size), buf,
@@ -628,7 +630,9 @@ public final class E2Latency implements Experiment {
                 + "likewise, no reused buffer). get-buf and put-buf rows (from " + Sizes.human(BUFFERS_FROM) + ", ucx "
                 + "and Redis): the value read into and written from a direct buffer the caller reuses, each client's "
                 + "best way with one (rdmastore's get(key, dst) and set(key, src), read and lent one-sided with no "
-                + "copy on the client; Redis's client over a SocketChannel, one kernel copy each way). "
+                + "copy on the client, src from RdmaStoreClient.allocateLendable, in huge pages, as a set lends only "
+                + "such a buffer as it is and copies any other; Redis's client over a SocketChannel, one kernel copy "
+                + "each way). "
                 + "Server CPU us/op is the server process's CPU over the measured phase only, per call. ",
             plan.warmNanos() / 1e9, plan.measureNanos() / 1e9, plan.repeats(), describe(plan.modes(), mechanisms),
             String.join("; ", options.persistence().stream().map(p -> p.label() + " = " + p.describe()).toList())));

@@ -11,10 +11,13 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.lang.ref.Cleaner;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -22,7 +25,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * server lends instead of sending is read once, one-sided (on one host one {@code process_vm_readv} by the calling
  * thread), into the caller's direct buffer or into a registered bounce buffer for a {@code byte[]}; the lease is
  * named in the next GET_LARGE, which ends it on the server. And of SET_LARGE: a large SET lends the value, from a
- * registered bounce buffer for a {@code byte[]} or from the caller's direct buffer as it is, and the server reads it.
+ * registered bounce buffer in huge pages (a {@code byte[]}'s, or a caller's direct buffer's, copied) or from a caller's
+ * buffer in huge pages ({@link #allocateLendable}) as it is, and the server reads it.
  *
  * <p>Threads: thread-safe; every method runs on the calling thread (never the transport's: a read there would stall
  * the worker). Memory: the bounce buffers (one each way, cached, up to {@value #MAX_CACHED_BOUNCE} bytes) and the
@@ -37,6 +41,9 @@ final class LargeValues implements AutoCloseable {
     private static final int MAX_RELEASES = 256;
     /** Marks a missing key in the decoder's result (null means "use GET": the server lacks GET_LARGE). */
     private static final Object MISSING = new Object();
+    /** The buffers {@link #allocateLendable} gave out and not yet collected: start address to end address. */
+    private static final ConcurrentSkipListMap<Long, Long> LENDABLE = new ConcurrentSkipListMap<>();
+    private static final Cleaner CLEANER = Cleaner.create();
 
     private final ClientCore core;
     /** Leases read and done with, sent with the next GET_LARGE. */
@@ -117,9 +124,14 @@ final class LargeValues implements AutoCloseable {
     }
 
     /**
-     * SET through SET_LARGE from the caller's direct buffer, lent as it is (no copy on this side): its remaining
-     * bytes. Null when SET_LARGE does not apply here (tcp, a server that refuses it, a heap buffer): the caller sends
-     * SET. The buffer's registration is cached while it is the last one lent.
+     * SET through SET_LARGE from the caller's direct buffer: its remaining bytes. A buffer from
+     * {@link #allocateLendable} (or one larger than {@value #MAX_CACHED_BOUNCE} bytes) is lent as it is, with no copy
+     * on this side, its registration cached while it is the last one lent; any other is copied into the registered
+     * bounce buffer first, which is in huge pages: the server's one read of a 1 MiB value from memory in 4 KiB pages
+     * costs more than that copy and a read from huge pages together (E2's put-buf 1 MiB 208 us lent as it was, the
+     * {@code byte[]} path's copy and lend 170; docs/decisions.md, "A caller's buffer is copied unless it is in huge
+     * pages"). Null when SET_LARGE does not apply here (tcp, a server that refuses it, a heap buffer): the caller sends
+     * SET.
      */
     Boolean set(byte[] key, ByteBuffer value, int flags, long ttlMillis, Duration timeout) {
         Connection c = value.isDirect() ? lendable() : null;
@@ -127,8 +139,37 @@ final class LargeValues implements AutoCloseable {
             return null;
         }
         // exactly the remaining bytes: SET_LARGE's server reads its descriptor's memory from the start
-        Registered reg = takeRegistered(source, c, MemorySegment.ofBuffer(value), value);
+        MemorySegment bytes = MemorySegment.ofBuffer(value);
+        if (bytes.byteSize() <= MAX_CACHED_BOUNCE && !inHugePages(bytes)) {
+            Registered buf = take(setBounce, c, bytes.byteSize());
+            MemorySegment.copy(bytes, 0, buf.segment, 0, bytes.byteSize());
+            return lend(setBounce, buf, buf, key, bytes.byteSize(), flags, ttlMillis, timeout);
+        }
+        Registered reg = takeRegistered(source, c, bytes, value);
         return lend(source, reg, reg, key, value.remaining(), flags, ttlMillis, timeout);
+    }
+
+    /**
+     * A direct buffer of {@code capacity} bytes in huge pages (where the kernel gives them; {@link HugePages}) that a
+     * large SET lends as it is. Freed when it (and every view of it) is no longer reachable.
+     */
+    static ByteBuffer allocateLendable(int capacity) {
+        if (capacity < 0) {
+            throw new IllegalArgumentException("capacity must not be negative: " + capacity);
+        }
+        MemorySegment seg = HugePages.allocate(Arena.ofAuto(), Math.max(1, capacity)).asSlice(0, capacity);
+        ByteBuffer b = seg.asByteBuffer();
+        long start = seg.address();
+        LENDABLE.put(start, start + capacity);
+        // the buffer's views keep the memory alive past this; then it is merely copied, as any other buffer is
+        CLEANER.register(b, () -> LENDABLE.remove(start));
+        return b;
+    }
+
+    /** Whether {@code bytes} lie within a buffer {@link #allocateLendable} gave out. */
+    static boolean inHugePages(MemorySegment bytes) {
+        Map.Entry<Long, Long> e = LENDABLE.floorEntry(bytes.address());
+        return e != null && bytes.address() + bytes.byteSize() <= e.getValue();
     }
 
     /** The connection SET_LARGE can go out on, or null when SET is the way. */

@@ -474,12 +474,23 @@ public final class RdmaStoreClient implements AutoCloseable {
     }
 
     /**
+     * A direct buffer of {@code capacity} bytes, in huge pages where the kernel gives them, that
+     * {@link #set(byte[], java.nio.ByteBuffer, SetOptions)} lends to the server as it is, with no copy on this side.
+     * Any client may use it; its memory is freed when it and every view of it are no longer reachable.
+     */
+    public static java.nio.ByteBuffer allocateLendable(int capacity) {
+        return LargeValues.allocateLendable(capacity);
+    }
+
+    /**
      * SET of {@code value}'s remaining bytes: true when written (the position then moves to the limit), false when an
      * NX/XX condition was not met. Over ucx, to one server, a direct buffer from {@code rdmastore.client.setLargeFrom}
-     * bytes on is lent as it is, with no copy on this side: the server reads it one-sided (docs/protocol.md, "Large
-     * values"); its registration is cached while it is the last buffer lent, so lending the same one again costs
-     * nothing extra. Otherwise the bytes are sent, encoded straight from the buffer (a heap buffer from that size
-     * goes as a {@code byte[]} through the client's registered buffer, as {@link #set(byte[], byte[], SetOptions)}).
+     * bytes on is read by the server one-sided (docs/protocol.md, "Large values"): a buffer from
+     * {@link #allocateLendable} is lent as it is, with no copy on this side, its registration cached while it is the
+     * last buffer lent; any other is first copied into the client's registered buffer, which is in huge pages, since
+     * the server reads those several times faster than memory in 4 KiB pages. Otherwise the bytes are sent, encoded
+     * straight from the buffer (a heap buffer from that size goes as a {@code byte[]} through the client's registered
+     * buffer, as {@link #set(byte[], byte[], SetOptions)}).
      *
      * <p>The buffer must not change until the call returns; after a call that got no answer (a time-out, a closed
      * connection) the server may still read it, so it must not change until this client is closed.
