@@ -2777,11 +2777,8 @@ public final class Store implements AutoCloseable {
 
     /**
      * Snapshot {@code base} is durable under its final name: makes the rename durable, deletes the segments and
-     * snapshots it replaces, and makes the deletions durable.
-     */
-    /**
-     * Deletes the segments and snapshots older than snapshot {@code base}; when {@code recycle}, the newest of those
-     * segments is kept as the log's spare instead where it can be ({@link LogWriter#recycle}).
+     * snapshots it replaces, and makes the deletions durable. When {@code recycle}, the newest of those segments is
+     * kept as the log's spare instead where it can be ({@link LogWriter#recycle}).
      */
     private void retireOlderThan(long base, boolean recycle) throws IOException {
         LogWriter.syncDirectory(dir);
