@@ -2759,16 +2759,25 @@ public final class Store implements AutoCloseable {
             CompletableFuture<Path> f = new CompletableFuture<>();
             snapshotInFlight = f;
             snapshotExecutor.execute(() -> {
+                Path written = null;
+                Throwable failed = null;
                 try {
-                    f.complete(writeSnapshot());
+                    written = writeSnapshot();
                 } catch (Throwable t) {
                     LOG.error("snapshot failed: {}", t.toString());
-                    f.completeExceptionally(t instanceof StoreException ? t
-                            : new StoreException("snapshot failed: " + t, t));
+                    failed = t;
                 } finally {
+                    // before the future completes: a caller woken by it who asks for a snapshot next must get a new
+                    // one, not this finished one (a SAVE would otherwise return without covering its own writes)
                     synchronized (snapshotMonitor) {
                         snapshotInFlight = null;
                     }
+                }
+                if (failed == null) {
+                    f.complete(written);
+                } else {
+                    f.completeExceptionally(failed instanceof StoreException ? failed
+                            : new StoreException("snapshot failed: " + failed, failed));
                 }
             });
             return f;

@@ -78,4 +78,47 @@ class SnapshotRotationTest {
             assertArrayEquals(b("x"), st.get(b("after")), "the write after the snapshot");
         }
     }
+
+    /**
+     * A snapshot asked for as soon as the previous one's future completes is a new one that covers the writes made
+     * since: the finished snapshot is no longer the one "in flight" by then.
+     */
+    @Test
+    @Timeout(60)
+    void aSnapshotAskedForRightAfterAnotherIsANewOne() throws Exception {
+        try (Store st = TestSupport.open(dir)) {
+            for (int i = 0; i < 40; i++) {
+                st.set(b("k"), b("v" + i));
+                st.snapshotAsync().join();
+                st.set(b("k"), b("w" + i));
+                Path second = st.snapshotAsync().join();
+                assertArrayEquals(b("w" + i), lastValueIn(second), "round " + i + ": the write before it is in it");
+            }
+        }
+    }
+
+    /** The value of {@code k} in a snapshot file: the last STRING_PUT of it. */
+    private static byte[] lastValueIn(Path snapshot) throws IOException {
+        byte[][] value = {null};
+        FrameScanner.scan(snapshot, LogDescriptor.SNAPSHOT_MAGIC, (payload, off) -> {
+            java.nio.ByteBuffer p = payload.order(LogDescriptor.ORDER);
+            while (p.hasRemaining()) {
+                byte op = p.get();
+                if (op == LogDescriptor.OP_STRING_PUT) {
+                    byte[] key = new byte[p.getInt()];
+                    p.get(key);
+                    p.getLong();
+                    byte[] v = new byte[p.getInt()];
+                    p.get(v);
+                    if (Arrays.equals(key, b("k"))) {
+                        value[0] = v;
+                    }
+                } else {
+                    // the position op, and the snapshot's end record, carry no key
+                    return;
+                }
+            }
+        });
+        return value[0];
+    }
 }
