@@ -91,6 +91,7 @@ final class FrameScanner {
             while (pos < size) {
                 String problem = null;
                 int len = 0;
+                long index = Long.MIN_VALUE;
                 if (size - pos < LogDescriptor.HEADER_LENGTH) {
                     problem = "incomplete frame header";
                 } else {
@@ -112,8 +113,10 @@ final class FrameScanner {
                             problem = "CRC mismatch";
                         } else if (payload[0] < 1 || payload[0] > LogDescriptor.OP_MAX) {
                             problem = "unknown op code " + payload[0];
-                        } else if (rising) {
-                            long index = positionIndex(ByteBuffer.wrap(payload, 0, len), 0, len);
+                        } else {
+                            index = positionIndex(pb, 0, len);
+                        }
+                        if (problem == null && rising) {
                             if (index <= lastIndex) {
                                 problem = "oplog position does not rise past " + lastIndex;
                             } else if (frames == 0 && afterIndex > 0 && index != afterIndex + 1) {
@@ -138,7 +141,6 @@ final class FrameScanner {
                 if (consumer != null) {
                     consumer.accept(ByteBuffer.wrap(payload, 0, len).slice().order(LogDescriptor.ORDER), pos);
                 }
-                long index = positionIndex(ByteBuffer.wrap(payload, 0, len), 0, len);
                 if (index != Long.MIN_VALUE) {
                     lastIndex = index;
                 }
