@@ -15,8 +15,9 @@ package io.rdmastore.transport.ucx;
  * </pre>
  * A put is not guaranteed to land in byte order on every UCX wire (cma copies with process_vm_writev), so a frame counts
  * only when its footer carries the expected sequence and a CRC matching the bytes in front of it: a torn frame is never
- * consumed. The receiver zeroes each frame's header word and footer after consuming it (the whole frame with flush
- * footers), so a stale frame at the head never carries the expected sequence. When fewer than {@link #MIN_FRAME} bytes remain before
+ * consumed. The receiver zeroes each CRC frame's header word and footer after consuming it (the whole frame with flush
+ * footers), so a stale frame at the head never carries the expected sequence; an ordered frame (below) is left as it
+ * is, since its check already binds it to its sequence. When fewer than {@link #MIN_FRAME} bytes remain before
  * the end of the ring both sides skip to its start; otherwise a PAD frame (no payload) tells the receiver to.
  *
  * <p>Ordered frames ({@link #ORDERED}), for a sender that composes frames with its own stores straight in the

@@ -252,6 +252,14 @@ final class UcxConnection extends UcxConnectionBase {
         return value;
     }
 
+    /**
+     * Whether consumed ordered frames are cleared like CRC frames. They need not be: a frame counts only with the check
+     * of the sequence expected next, which no earlier lap's bytes carry, and a receiver that writes nothing into its
+     * ring lets the sender take each line back without fetching it (transport-ucx.md, "Cache lines");
+     * {@code -Drdmastore.ucx.clearOrdered=true} clears them.
+     */
+    static final boolean CLEAR_ORDERED = Boolean.getBoolean("rdmastore.ucx.clearOrdered");
+
     /** Sums the second lines loaded ahead, so that the loads are not optimised away; never read otherwise. */
     private long lineAhead;
 
@@ -323,13 +331,18 @@ final class UcxConnection extends UcxConnectionBase {
                 peerHead = ack;
             }
             expectedSeq = next(expectedSeq);
+            boolean clear = (flags & ORDERED) == 0 || CLEAR_ORDERED;
             if ((flags & PAD) != 0) {
-                release(pos, frame, footer);
+                if (clear) {
+                    release(pos, frame, footer);
+                }
                 head += toEnd;
                 continue;
             }
             receive(pos + HEADER, length, flags);
-            release(pos, frame, footer);
+            if (clear) {
+                release(pos, frame, footer);
+            }
             head += frame;
             lastSmall = frame <= 2 * ALIGN;
             work++;
@@ -393,7 +406,8 @@ final class UcxConnection extends UcxConnectionBase {
     /**
      * Clears a consumed frame. With CRC footers only the header word and the footer need zeroing: a later frame is
      * accepted only with the next sequence number and a CRC over its own bytes, so stale payload bytes are harmless.
-     * With flush footers (sequence only) the whole frame is zeroed.
+     * With flush footers (sequence only) the whole frame is zeroed. Ordered frames are left as they are
+     * ({@link #CLEAR_ORDERED}).
      */
     private void release(int pos, int frame, int footer) {
         if (flushFooter) {
