@@ -705,7 +705,8 @@ public final class RdmaStoreServer implements AutoCloseable {
     /**
      * Runs a server until SIGTERM/SIGINT, which close it gracefully. Options: {@code --bind ADDR --port N --dir PATH
      * --fsync always|everysec|no --transport auto|tcp|ucx --password PW --maxclients N --ucx-idle
-     * adaptive|backoff|spin|yield --tls-cert PEM --tls-key PEM --no-resp}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
+     * adaptive|backoff|spin|yield --tls-cert PEM --tls-key PEM --no-resp --rendezvous-threshold BYTES
+     * --snapshot-log-bytes BYTES}. Prints {@code rdmastore listening on HOST:PORT} on stdout once it serves.
      */
     public static void main(String[] args) throws InterruptedException {
         leakSamplingOffUnlessAsked();
@@ -716,7 +717,8 @@ public final class RdmaStoreServer implements AutoCloseable {
             System.err.println("rdmastore: " + e.getMessage());
             System.err.println("usage: rdmastore-server [--bind ADDR] [--port N] [--dir PATH]"
                 + " [--fsync always|everysec|no] [--transport auto|tcp|ucx] [--password PW] [--maxclients N]"
-                + " [--ucx-idle adaptive|backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing] [--cluster]"
+                + " [--ucx-idle adaptive|backoff|spin|yield] [--tls-cert PEM --tls-key PEM] [--no-resp] [--timing]"
+                + " [--cluster] [--rendezvous-threshold BYTES] [--snapshot-log-bytes BYTES]"
                 + " [--replica-set NAME --node-id ID --members ID=HOST:PORT,... [--replica-set-key KEY] [--raft-port N]"
                 + " [--join]]");
             System.exit(2);
@@ -781,6 +783,7 @@ public final class RdmaStoreServer implements AutoCloseable {
                     case "--tls-key" -> c.tls(c.tlsCertificate(), Path.of(v));
                     case "--ucx-idle" -> c.ucxIdleStrategy(v);
                     case "--rendezvous-threshold" -> c.rendezvousThreshold(Long.parseLong(v));
+                    case "--snapshot-log-bytes" -> c.snapshotLogBytes(Long.parseLong(v));
                     case "--replica-set" -> replicaSet(c).setName(v);
                     case "--node-id" -> replicaSet(c).nodeId(v);
                     case "--members" -> replicaSet(c).members(v);

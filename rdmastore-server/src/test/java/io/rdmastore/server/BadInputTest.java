@@ -245,6 +245,10 @@ class BadInputTest {
             () -> new RdmaStoreServer(new ServerConfig().transport("carrier-pigeon")).start());
         assertTrue(e.getMessage().contains("transport must be auto, tcp or ucx"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> RdmaStoreServer.parseArgs(new String[] {"--port", "x"}));
+        assertEquals(256L << 20, RdmaStoreServer.parseArgs(new String[] {"--snapshot-log-bytes", "268435456"})
+            .snapshotLogBytes());
+        assertThrows(IllegalArgumentException.class,
+            () -> RdmaStoreServer.parseArgs(new String[] {"--snapshot-log-bytes", "-1"}));
         assertEquals(Duration.ofSeconds(5), RdmaStoreServer.parseArgs(new String[] {"--fsync", "always"})
             .handshakeTimeout());
     }
