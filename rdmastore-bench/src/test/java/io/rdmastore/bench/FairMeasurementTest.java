@@ -19,6 +19,16 @@ import org.junit.jupiter.api.Timeout;
 class FairMeasurementTest {
 
     @Test
+    void e1JudgesTheRingByItsRepeatsPairedWithRawPut() {
+        // a median of the ring's repeats over a median of raw put's, taken in other host states, read 250% once
+        String slowAndFast = E1RoundTrips.notes(4_900_000.0, Spread.of(0.62, 0.87, 0.88), 50_000.0);
+        assertTrue(slowAndFast.contains("87% of raw put") && slowAndFast.contains("62-88%): met"), slowAndFast);
+        String fast = E1RoundTrips.notes(7_000_000.0, Spread.of(0.61, 0.63, 0.88), 50_000.0);
+        assertTrue(fast.contains("63% of raw put") && fast.contains("61-88%): missed"), fast);
+        assertEquals("", E1RoundTrips.notes(7_000_000.0, Spread.of(), 50_000.0));
+    }
+
+    @Test
     @Timeout(10)
     void spreadIsTheMedianAndRangeOfTheRepeats() {
         Spread odd = Spread.of(30, 10, 20);
