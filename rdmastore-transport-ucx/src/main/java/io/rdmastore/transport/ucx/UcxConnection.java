@@ -331,7 +331,7 @@ final class UcxConnection extends UcxConnectionBase {
                 peerHead = ack;
             }
             expectedSeq = next(expectedSeq);
-            boolean clear = (flags & ORDERED) == 0 || CLEAR_ORDERED;
+            boolean clear = (flags & ORDERED) == 0 || !orderedFrames || CLEAR_ORDERED;
             if ((flags & PAD) != 0) {
                 if (clear) {
                     release(pos, frame, footer);
