@@ -163,10 +163,10 @@ public final class E1RoundTrips implements Experiment {
         for (CpuState.Mode mode : modes) {
             for (boolean contention : new boolean[] {false, true}) {
                 String ml = mode.label();
+                Spread pairs = Spread.of(paired.getOrDefault(ml, List.of()));
                 for (String v : variants) {
                     Spread a = spread.getOrDefault(key(v, 64, ml, contention), Spread.of());
                     Spread b = spread.getOrDefault(key(v, 4096, ml, contention), Spread.of());
-                    Spread pairs = Spread.of(paired.getOrDefault(ml, List.of()));
                     String vsRaw = v.equals("ring") && !contention && pairs.n() > 0
                         ? pairs.format(x -> String.format(Locale.ROOT, "%.0f%%", 100 * x))
                         : pct(a.median(), median(spread, key("raw-put", 64, ml, contention)));
@@ -174,8 +174,8 @@ public final class E1RoundTrips implements Experiment {
                         b.format(E1RoundTrips::fmt), ratio(a.median(), median(spread, key("tcp", 64, ml, contention))),
                         vsRaw, ratio(b.median(), median(spread, key("tcp", 4096, ml, contention)))));
                 }
-                String t = contention ? "" : notes(median(spread, key("ring", 64, ml, false)),
-                    Spread.of(paired.getOrDefault(ml, List.of())), median(spread, key("tcp", 64, ml, false)));
+                String t = contention ? "" : notes(median(spread, key("ring", 64, ml, false)), pairs,
+                    median(spread, key("tcp", 64, ml, false)));
                 if (!t.isEmpty()) {
                     notes.append(String.format(Locale.ROOT, "%n%n%s%s: %s", ml, contention ? ", contention" : "", t));
                 }

@@ -305,7 +305,8 @@ final class UcxConnection extends UcxConnectionBase {
             int frame = frameLength(length);
             int footer = pos + frame - FOOTER;
             long ack;
-            if ((flags & ORDERED) != 0 && orderedFrames) {
+            boolean orderedFrame = (flags & ORDERED) != 0 && orderedFrames;
+            if (orderedFrame) {
                 // the header is stored last, so every byte before it is in; the check tells it from stale bytes
                 if (!checkHolds(pos, word)) {
                     break;
@@ -331,7 +332,7 @@ final class UcxConnection extends UcxConnectionBase {
                 peerHead = ack;
             }
             expectedSeq = next(expectedSeq);
-            boolean clear = (flags & ORDERED) == 0 || !orderedFrames || CLEAR_ORDERED;
+            boolean clear = !orderedFrame || CLEAR_ORDERED;
             if ((flags & PAD) != 0) {
                 if (clear) {
                     release(pos, frame, footer);
