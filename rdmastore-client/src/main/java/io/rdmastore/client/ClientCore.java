@@ -480,6 +480,12 @@ final class ClientCore implements AutoCloseable {
         long id;
         long deadlineNanos;
         long timeoutMillis;
+        /**
+         * Rounds a thread waiting for this call yields beyond {@link #YIELD_ROUNDS} before it blocks: a reply known to
+         * take a while (a lent value's read and log write) is then caught by polling, where a blocked waiter costs the
+         * server a doorbell and this side two wake-ups (docs/decisions.md, "A large SET's waiter keeps polling").
+         */
+        int patience;
 
         Call(byte opcode, Decoder<T> decoder) {
             this.opcode = opcode;
@@ -628,7 +634,7 @@ final class ClientCore implements AutoCloseable {
      */
     private static final int TCP_SPIN_ROUNDS = 100;
     /** Rounds it yields before it parks. */
-    private static final int YIELD_ROUNDS = 100;
+    static final int YIELD_ROUNDS = 100;
     /**
      * A yield that returns later than this means the core is contended (another runnable thread ran in between): the
      * waiting thread stops yielding and blocks. 0: never ({@code -Drdmastore.client.contendedYieldMicros}).
@@ -640,24 +646,42 @@ final class ClientCore implements AutoCloseable {
      * 50-100 us on a small VM), and a thread waiting longer stops burning a core.
      */
     private static int idle(int idle, int work) {
+        return idle(idle, work, YIELD_ROUNDS);
+    }
+
+    /** {@link #phase}: the waiting thread spins. */
+    static final int SPIN = 0;
+    /** {@link #phase}: the waiting thread yields its core (still polling). */
+    static final int YIELD = 1;
+    /** {@link #phase}: the waiting thread parks (or blocks on its call), to be woken. */
+    static final int PARK = 2;
+
+    /** What a waiting thread does in round {@code idle} when it yields {@code yieldRounds} rounds before it parks. */
+    static int phase(int idle, int yieldRounds) {
+        return idle < SPIN_ROUNDS ? SPIN : idle < SPIN_ROUNDS + yieldRounds ? YIELD : PARK;
+    }
+
+    /** As {@link #idle(int, int)}, yielding {@code yieldRounds} rounds (a patient call's more) before it parks. */
+    static int idle(int idle, int work, int yieldRounds) {
         if (work > 0) {
             return 0;
         }
-        if (idle < SPIN_ROUNDS) {
+        int phase = phase(idle, yieldRounds);
+        if (phase == SPIN) {
             Thread.onSpinWait();
-        } else if (idle < SPIN_ROUNDS + YIELD_ROUNDS) {
+        } else if (phase == YIELD) {
             long start = System.nanoTime();
             Thread.yield();
             if (CONTENDED_YIELD_NANOS > 0 && System.nanoTime() - start > CONTENDED_YIELD_NANOS) {
                 // Another thread had this core for a while: it is contended. Yielding again only hands it over for
                 // scheduler slices; blocking lets this thread be woken (and preempt) when the reply lands.
-                return SPIN_ROUNDS + YIELD_ROUNDS;
+                return SPIN_ROUNDS + yieldRounds;
             }
         } else {
             // A reply that takes this long is not a fast one: park longer as the wait grows (50 us for ~5 ms, then
             // 200 us, then 1 ms), so a long wait (a replica's long poll) costs a few hundred wake-ups a second, not
             // twenty thousand.
-            int parked = idle - SPIN_ROUNDS - YIELD_ROUNDS;
+            int parked = idle - SPIN_ROUNDS - yieldRounds;
             LockSupport.parkNanos(parked < 100 ? 50_000 : parked < 200 ? 200_000 : 1_000_000);
         }
         return idle + 1;
@@ -696,9 +720,10 @@ final class ClientCore implements AutoCloseable {
                 waiting(true);
                 polling(true);
             }
+            int yieldRounds = YIELD_ROUNDS + call.patience;
             try {
                 while (!call.isDone() && System.nanoTime() - deadline < 0 && (s.driven || idle < TCP_SPIN_ROUNDS)) {
-                    if (s.driven && idle >= SPIN_ROUNDS + YIELD_ROUNDS) {
+                    if (s.driven && phase(idle, yieldRounds) == PARK) {
                         // A slow reply: block on the call itself instead of parking a fixed time. The transport's
                         // agent completes it when the reply lands (over ucx on one host the server rings the agent's
                         // doorbell once no thread polls), which wakes this thread at once; it polls again at least
@@ -718,7 +743,7 @@ final class ClientCore implements AutoCloseable {
                         polling = true;
                         polling(true);
                     }
-                    idle = idle(idle, s.driven ? driveTransports() : 0);
+                    idle = idle(idle, s.driven ? driveTransports() : 0, yieldRounds);
                 }
             } finally {
                 // the wait ends first: a poller that stops with its reply in hand needs no ring for the next one

@@ -59,6 +59,28 @@ final class LargeValues implements AutoCloseable {
      * never): the GET side's measured crossover (docs/decisions.md).
      */
     static final int SET_LARGE_FROM = positive(Integer.getInteger("rdmastore.client.setLargeFrom", 256 * 1024));
+    /**
+     * A {@code byte[]} from this many bytes on is copied into the bounce in parts after its SET_LARGE is sent, each
+     * part counted for the server, which reads it while the next is copied ({@code -Drdmastore.client.setPartsFrom=N};
+     * 0 or less: never; docs/decisions.md, "A large SET is read while the client copies it").
+     */
+    static final int PARTS_FROM = positive(Integer.getInteger("rdmastore.client.setPartsFrom", 256 * 1024));
+    /** The bytes of one such part. */
+    static final long PART = Long.getLong("rdmastore.client.setPart", 128 * 1024);
+    /** The count of a SET_LARGE's copied bytes in its bounce. */
+    private static final java.lang.invoke.VarHandle PROGRESS = ValueLayout.JAVA_LONG.varHandle();
+    /**
+     * The rounds beyond the usual a thread waiting for a SET_LARGE of {@code length} bytes yields before it blocks
+     * ({@code ClientCore.Call.patience}): one per 512 bytes, so a 1 MiB SET (about 150 us) is still polled for when
+     * its reply lands (2,048 yields, 0.4-2 ms on a free core; a contended core's first slow yield blocks the waiter
+     * as before), up to 32,768.
+     */
+    static int patience(long length) {
+        return (int) Math.min(length / 512, 32_768);
+    }
+
+    /** Set when the server could not read a SET_LARGE in parts: the whole value is lent then. */
+    private volatile boolean partsUnsupported;
     /** The registered memory a SET_LARGE lends its value from (one, cached, up to {@value #MAX_CACHED_BOUNCE}). */
     private final AtomicReference<Registered> setBounce = new AtomicReference<>();
     /** The registration of the last caller's buffer a SET_LARGE lent as it is. */
@@ -117,10 +139,45 @@ final class LargeValues implements AutoCloseable {
         if (c == null) {
             return null;
         }
-        Registered buf = take(setBounce, c, value.length);
-        MemoryCopy.copy(value, buf.segment, 0);
-        return lend(setBounce, buf.segment.byteSize() > MAX_CACHED_BOUNCE ? null : buf, buf, key, value.length, flags,
-            ttlMillis, timeout);
+        if (partsUnsupported || value.length < PARTS_FROM) {
+            Registered buf = take(setBounce, c, value.length);
+            MemoryCopy.copy(value, buf.segment, 0);
+            return lend(setBounce, buf.segment.byteSize() > MAX_CACHED_BOUNCE ? null : buf, buf, key, value.length,
+                flags, ttlMillis, timeout, -1, null);
+        }
+        // the count of bytes copied lives on a line of its own after the value
+        long progressAt = (value.length + 63L) & ~63L;
+        Registered buf = take(setBounce, c, progressAt + 8);
+        Registered keep = buf.segment.byteSize() > MAX_CACHED_BOUNCE ? null : buf;
+        MemorySegment bounce = buf.segment;
+        bounce.set(ValueLayout.JAVA_LONG, progressAt, 0L);
+        Runnable copy = () -> {
+            MemorySegment from = MemorySegment.ofArray(value);
+            for (long at = 0; at < value.length; ) {
+                long n = Math.min(PART, value.length - at);
+                MemoryCopy.copy(from, at, bounce, at, n);
+                at += n;
+                // after the part's bytes (the copy ends with a full fence): the server reads what the count covers
+                PROGRESS.setRelease(bounce, progressAt, at);
+            }
+        };
+        try {
+            return lend(setBounce, keep, buf, key, value.length, flags | ProtocolDescriptor.SET_PARTS, ttlMillis,
+                timeout, progressAt, copy);
+        } catch (RdmaStoreServerException e) {
+            String m = String.valueOf(e.getMessage());
+            if (!m.startsWith("ERR SET_LARGE parts") && !m.contains("unknown flags")) {
+                throw e;
+            }
+            // a server that cannot read parts (or predates them): the whole value is in the bounce by now
+            if (!m.contains("stayed at")) {
+                partsUnsupported = true;
+            }
+            Registered again = take(setBounce, c, value.length);
+            MemoryCopy.copy(value, again.segment, 0);
+            return lend(setBounce, again.segment.byteSize() > MAX_CACHED_BOUNCE ? null : again, again, key,
+                value.length, flags, ttlMillis, timeout, -1, null);
+        }
     }
 
     /**
@@ -143,10 +200,10 @@ final class LargeValues implements AutoCloseable {
         if (bytes.byteSize() <= MAX_CACHED_BOUNCE && !inHugePages(bytes)) {
             Registered buf = take(setBounce, c, bytes.byteSize());
             MemorySegment.copy(bytes, 0, buf.segment, 0, bytes.byteSize());
-            return lend(setBounce, buf, buf, key, bytes.byteSize(), flags, ttlMillis, timeout);
+            return lend(setBounce, buf, buf, key, bytes.byteSize(), flags, ttlMillis, timeout, -1, null);
         }
         Registered reg = takeRegistered(source, c, bytes, value);
-        return lend(source, reg, reg, key, value.remaining(), flags, ttlMillis, timeout);
+        return lend(source, reg, reg, key, value.remaining(), flags, ttlMillis, timeout, -1, null);
     }
 
     /**
@@ -187,13 +244,20 @@ final class LargeValues implements AutoCloseable {
      * may still read it, so it is quarantined until this object closes.
      */
     private Boolean lend(AtomicReference<Registered> slot, Registered keep, Registered buf, byte[] key, long length,
-                         int flags, long ttlMillis, Duration timeout) {
+                         int flags, long ttlMillis, Duration timeout, long progressAt, Runnable fill) {
         boolean answered = false;
         try {
             byte[] descriptor = buf.registration.descriptor();
-            ClientCore.Call<Boolean> call = core.awaitedCall(ProtocolDescriptor.SET_LARGE, w -> w.u8(flags)
-                .i64(ttlMillis).bytes(key).i64(length).bytes(descriptor),
-                (st, r) -> st == ProtocolDescriptor.STATUS_OK, timeout);
+            ClientCore.Call<Boolean> call = core.awaitedCall(ProtocolDescriptor.SET_LARGE, w -> {
+                w.u8(flags).i64(ttlMillis).bytes(key).i64(length).bytes(descriptor);
+                if (progressAt >= 0) {
+                    w.i64(progressAt);
+                }
+            }, (st, r) -> st == ProtocolDescriptor.STATUS_OK, timeout);
+            call.patience = patience(length);
+            if (fill != null) {
+                fill.run();
+            }
             Boolean written;
             try {
                 written = core.await(call, timeout);

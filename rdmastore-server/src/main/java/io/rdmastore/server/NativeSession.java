@@ -1018,12 +1018,16 @@ final class NativeSession implements MessageHandler {
      * sends SET.
      */
     private void setLarge(long id, WireReader r) {
-        int flags = flags(r, ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX);
+        int flags = flags(r, ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX | ProtocolDescriptor.SET_PARTS);
         long ttl = r.i64("ttl");
         byte[] key = key(r);
         long length = r.i64("length");
         byte[] descriptor = r.bytes("descriptor", 64 * 1024);
+        long progressAt = (flags & ProtocolDescriptor.SET_PARTS) != 0 ? r.i64("progressAt") : -1;
         r.end();
+        if ((flags & ProtocolDescriptor.SET_PARTS) != 0 && (progressAt < length || progressAt < 0)) {
+            throw new ProtocolException("progressAt " + progressAt + " lies within the value's " + length + " bytes");
+        }
         if (flags == (ProtocolDescriptor.SET_NX | ProtocolDescriptor.SET_XX)) {
             throw new ProtocolException("NX and XX flags exclude each other");
         }
@@ -1066,7 +1070,15 @@ final class NativeSession implements MessageHandler {
         PutBuffer buf = null;
         java.util.concurrent.CompletableFuture<Void> read;
         try {
-            if (block != null && connection.readNow(remote, 0, block, 0, length)) {
+            if (progressAt >= 0) {
+                // the client copies the value in parts after sending this, and counts the bytes it has copied
+                if (block == null) {
+                    buf = takePutBuffer(length);
+                }
+                readInParts(remote, progressAt, block != null ? block : buf.segment(), length);
+                direct = block;
+                read = java.util.concurrent.CompletableFuture.completedFuture(null);
+            } else if (block != null && connection.readNow(remote, 0, block, 0, length)) {
                 direct = block;
                 read = java.util.concurrent.CompletableFuture.completedFuture(null);
             } else {
@@ -1096,11 +1108,12 @@ final class NativeSession implements MessageHandler {
                 if (err != null) {
                     Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
                         ? err.getCause() : err;
-                    out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString("ERR SET_LARGE could not read the "
-                        + "value: " + cause.getMessage());
+                    out.header(ProtocolDescriptor.STATUS_ERROR, id).rawString(cause instanceof PartsFailure
+                        ? "ERR SET_LARGE parts: " + cause.getMessage()
+                        : "ERR SET_LARGE could not read the value: " + cause.getMessage());
                 } else {
                     kept = true;
-                    server.values().pulled(length, pulled != null);
+                    server.values().pulled(length, pulled != null, progressAt >= 0);
                     out.header(ProtocolDescriptor.STATUS_OK, id);
                     SetResult result;
                     if (pulled != null) {
@@ -1139,6 +1152,66 @@ final class NativeSession implements MessageHandler {
                 timing.addLater(ProtocolDescriptor.SET_LARGE, stored - issued, System.nanoTime() - stored);
             }
         });
+    }
+
+    /**
+     * How long {@link #readInParts} waits for the client's next part before it gives up (the client then lends the
+     * whole value again): a client descheduled for a few scheduler ticks still makes it.
+     */
+    private static final long PART_WAIT_NANOS = 50_000_000L;
+
+    /** A SET_LARGE in parts that could not be read so: the client sends it again as a whole (docs/protocol.md). */
+    private static final class PartsFailure extends RuntimeException {
+        PartsFailure(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** The 8 bytes {@link #readInParts} reads the client's count into; this connection's reads are on one thread. */
+    private MemorySegment progressWord;
+
+    /**
+     * Reads a value the client is still copying into the memory it lends (SET_LARGE with {@code SET_PARTS}): the
+     * client counts the bytes copied so far in the 8 bytes at {@code progressAt} of that memory, each count stored
+     * after the bytes it covers; each new count's bytes are read at once, so this read of one part runs while the
+     * client copies the next, where a whole value's read would start after its whole copy (docs/decisions.md, "A
+     * large SET is read while the client copies it"). Only where this connection reads the client's memory at once
+     * ({@code Connection.readNow}: a client on this host); otherwise, or when the client's count stops for
+     * {@link #PART_WAIT_NANOS}, a {@link PartsFailure}.
+     */
+    private void readInParts(io.rdmastore.transport.RemoteMemory remote, long progressAt, MemorySegment into,
+                             long length) {
+        if (progressWord == null) {
+            progressWord = java.lang.foreign.Arena.ofAuto().allocate(8, 8);
+        }
+        MemorySegment word = progressWord;
+        long done = 0;
+        long deadline = System.nanoTime() + PART_WAIT_NANOS;
+        while (done < length) {
+            if (!connection.readNow(remote, progressAt, word, 0, 8)) {
+                throw new PartsFailure("unavailable on this connection (its reads are not immediate): lend the "
+                    + "whole value");
+            }
+            long ready = word.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0);
+            if (ready < done || ready > length) {
+                throw new PartsFailure("the client's count " + ready + " lies outside " + done + ".." + length);
+            }
+            if (ready == done) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new PartsFailure("the client's count stayed at " + done + " of " + length + " bytes for "
+                        + PART_WAIT_NANOS / 1_000_000 + " ms");
+                }
+                Thread.onSpinWait();
+                continue;
+            }
+            // the count is read before the bytes it covers are (the client stored them before it)
+            java.lang.invoke.VarHandle.fullFence();
+            if (!connection.readNow(remote, done, into, done, ready - done)) {
+                throw new PartsFailure("unavailable on this connection: lend the whole value");
+            }
+            done = ready;
+            deadline = System.nanoTime() + PART_WAIT_NANOS;
+        }
     }
 
     /** This connection's cached buffer when it holds {@code length} bytes, else a new one registered for it. */

@@ -526,6 +526,7 @@ public final class RdmaStoreServer implements AutoCloseable {
                 b.put("value_set_large", String.valueOf(values.pulled()));
                 b.put("value_set_large_bytes", String.valueOf(values.pulledBytes()));
                 b.put("value_set_large_in_place", String.valueOf(values.pulledInPlace()));
+                b.put("value_set_large_in_parts", String.valueOf(values.pulledInParts()));
                 b.put("value_registered_bytes", String.valueOf(values.registeredBytes()));
                 b.put("rendezvous_threshold", String.valueOf(config.rendezvousThreshold()));
             }

@@ -50,6 +50,7 @@ final class ValueLeases implements AutoCloseable {
     private final AtomicLong pulled = new AtomicLong();
     private final AtomicLong pulledBytes = new AtomicLong();
     private final AtomicLong pulledInPlace = new AtomicLong();
+    private final AtomicLong pulledInParts = new AtomicLong();
     private final ScheduledFuture<?> sweeper;
 
     /** One lent value: its pin and its registration. */
@@ -193,14 +194,23 @@ final class ValueLeases implements AutoCloseable {
 
     /**
      * Counts a SET_LARGE value read one-sided from a client ({@code length} bytes); {@code inPlace}: read straight into
-     * the store's block that became the value. Any thread.
+     * the store's block that became the value; {@code inParts}: read part by part while the client copied it
+     * (SET_PARTS). Any thread.
      */
-    void pulled(long length, boolean inPlace) {
+    void pulled(long length, boolean inPlace, boolean inParts) {
         pulled.incrementAndGet();
         pulledBytes.addAndGet(length);
         if (inPlace) {
             pulledInPlace.incrementAndGet();
         }
+        if (inParts) {
+            pulledInParts.incrementAndGet();
+        }
+    }
+
+    /** Of {@link #pulled()}, the values read part by part while the client copied them (SET_PARTS). */
+    public long pulledInParts() {
+        return pulledInParts.get();
     }
 
     /** Of {@link #pulled()}, the values read straight into the store's memory (no copy after the read). */

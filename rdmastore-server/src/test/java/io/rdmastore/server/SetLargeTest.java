@@ -50,6 +50,7 @@ class SetLargeTest {
                     long before = info(client, "value_set_large");
                     long bytesBefore = info(client, "value_set_large_bytes");
                     long inPlaceBefore = info(client, "value_set_large_in_place");
+                    long inPartsBefore = info(client, "value_set_large_in_parts");
                     long expectBytes = 0;
                     for (int size : sizes) {
                         byte[] v = random(size, size);
@@ -75,6 +76,9 @@ class SetLargeTest {
                     // 8 MiB values are blob files, read into the connection's buffer)
                     assertEquals(transport.equals("ucx") ? 4 : 0,
                         info(client, "value_set_large_in_place") - inPlaceBefore, transport + ": read in place");
+                    // a byte[] is copied into the lent memory in parts after the request, read as each is counted
+                    assertEquals(lentSets, info(client, "value_set_large_in_parts") - inPartsBefore,
+                        transport + ": read in parts");
                 }
             }
         }

@@ -185,6 +185,12 @@ public final class ProtocolDescriptor {
     public static final int SET_NX = 1;
     /** Only set when the key exists. */
     public static final int SET_XX = 2;
+    /**
+     * SET_LARGE only: the client copies the value into the memory it lends after sending the request, counting the
+     * bytes copied in an i64 at {@code progressAt} of that memory (a field after the descriptor); the server reads
+     * each part as it is counted (docs/protocol.md, "Large values").
+     */
+    public static final int SET_PARTS = 4;
 
     // ---- DOC_UPDATE / DOC_DELETE flags ----
     /** Apply to every matching document instead of the first. */
