@@ -65,10 +65,15 @@ final class LargeValues implements AutoCloseable {
      * 0 or less: never; docs/decisions.md, "A large SET is read while the client copies it").
      */
     static final int PARTS_FROM = positive(Integer.getInteger("rdmastore.client.setPartsFrom", 256 * 1024));
-    /** The bytes of one such part. */
-    static final long PART = Long.getLong("rdmastore.client.setPart", 128 * 1024);
+    /** The bytes of one such part ({@code -Drdmastore.client.setPart=N}; below 4 KiB, 4 KiB). */
+    static final long PART = partBytes(Long.getLong("rdmastore.client.setPart", 128 * 1024));
     /** The count of a SET_LARGE's copied bytes in its bounce. */
     private static final java.lang.invoke.VarHandle PROGRESS = ValueLayout.JAVA_LONG.varHandle();
+    /** A part's bytes as asked for, at least 4 KiB (a part of 0 bytes would never finish a copy). */
+    static long partBytes(long asked) {
+        return Math.max(4096, asked);
+    }
+
     /**
      * The rounds beyond the usual a thread waiting for a SET_LARGE of {@code length} bytes yields before it blocks
      * ({@code ClientCore.Call.patience}): one per 512 bytes, so a 1 MiB SET (about 150 us) is still polled for when

@@ -38,4 +38,12 @@ class PatientWaitTest {
         assertEquals(0, LargeValues.patience(100), "a small value's waiter is an ordinary one");
         assertEquals(32_768, LargeValues.patience(1L << 40), "bounded");
     }
+
+    @Test
+    void aPartSizeBelowOnePageIsRaisedToOne() {
+        // a part of 0 bytes (-Drdmastore.client.setPart=0) would never finish a copy
+        assertEquals(4096, LargeValues.partBytes(0));
+        assertEquals(4096, LargeValues.partBytes(-1));
+        assertEquals(128 * 1024, LargeValues.partBytes(128 * 1024));
+    }
 }
