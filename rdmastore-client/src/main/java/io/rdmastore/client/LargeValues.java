@@ -145,10 +145,7 @@ final class LargeValues implements AutoCloseable {
             return null;
         }
         if (partsUnsupported || value.length < PARTS_FROM) {
-            Registered buf = take(setBounce, c, value.length);
-            MemoryCopy.copy(value, buf.segment, 0);
-            return lend(setBounce, buf.segment.byteSize() > MAX_CACHED_BOUNCE ? null : buf, buf, key, value.length,
-                flags, ttlMillis, timeout, -1, null);
+            return lendWhole(c, key, value, flags, ttlMillis, timeout);
         }
         // the count of bytes copied lives on a line of its own after the value
         long progressAt = (value.length + 63L) & ~63L;
@@ -174,15 +171,20 @@ final class LargeValues implements AutoCloseable {
             if (!m.startsWith("ERR SET_LARGE parts") && !m.contains("unknown flags")) {
                 throw e;
             }
-            // a server that cannot read parts (or predates them): the whole value is in the bounce by now
+            // a server that cannot read parts (or predates them), or a count that stalled: lent again, whole
             if (!m.contains("stayed at")) {
                 partsUnsupported = true;
             }
-            Registered again = take(setBounce, c, value.length);
-            MemoryCopy.copy(value, again.segment, 0);
-            return lend(setBounce, again.segment.byteSize() > MAX_CACHED_BOUNCE ? null : again, again, key,
-                value.length, flags, ttlMillis, timeout, -1, null);
+            return lendWhole(c, key, value, flags, ttlMillis, timeout);
         }
+    }
+
+    /** SET_LARGE of {@code value} copied whole into the bounce before the request. */
+    private Boolean lendWhole(Connection c, byte[] key, byte[] value, int flags, long ttlMillis, Duration timeout) {
+        Registered buf = take(setBounce, c, value.length);
+        MemoryCopy.copy(value, buf.segment, 0);
+        return lend(setBounce, buf.segment.byteSize() > MAX_CACHED_BOUNCE ? null : buf, buf, key, value.length, flags,
+            ttlMillis, timeout, -1, null);
     }
 
     /**
